@@ -1,0 +1,35 @@
+# Two commands for a newcomer: `make lab` and `make test`. Both (re)build .venv from
+# requirements.txt when it is missing or older than requirements.txt, and are safe to re-run.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test lint unit notebooks bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+# ruff, the unit tests and strict nbval over every notebook. pytest exits 5 when it ran no
+# test, and make fails on any non-zero exit, so "no test ran" is a failure.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+# Re-execute every notebook in place, deterministically, with volatile metadata stripped.
+notebooks: $(STAMP)
+	$(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
+
+bench: $(STAMP)
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,75 @@
+"""Chapter 4's plots: where one GPU's memory goes, and how many requests fit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from llminfer.memory import MemoryPlan
+from llminfer.plots._figure import COLORS, new_figure
+
+
+def memory_bar(
+    plans: MemoryPlan | Sequence[MemoryPlan], labels: Sequence[str] | None = None
+) -> Figure:
+    """Stacked horizontal bar per plan: weights / reserve / KV cache / free / headroom, in GB.
+
+    A plan whose weights do not fit shows its weights running past the GPU's memory line.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    plans = [plans] if isinstance(plans, MemoryPlan) else list(plans)
+    if not plans:
+        raise ValueError("plans must hold at least one MemoryPlan")
+    if labels is None:
+        labels = [f"{p.model}\n{p.gpu}" + (f" ×{p.n_gpus}" if p.n_gpus > 1 else "") for p in plans]
+    fig, ax = new_figure(8, 1.2 + 0.9 * len(plans))
+    for row, plan in enumerate(plans):
+        left = 0.0
+        for part, value in plan.breakdown().items():
+            if value <= 0:
+                continue
+            ax.barh(
+                row,
+                value / 1e9,
+                left=left / 1e9,
+                color=COLORS[part],
+                label=part if row == 0 else None,
+            )
+            left += value
+        ax.plot([plan.memory_bytes / 1e9] * 2, [row - 0.45, row + 0.45], color="black", lw=1.5)
+        verdict = "fits" if plan.fits else "does NOT fit"
+        ax.text(left / 1e9, row, f"  {verdict}", va="center", fontsize=9)
+    ax.set_yticks(range(len(plans)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("memory per GPU (GB = 10⁹ bytes); black line = the GPU's memory")
+    handles, names = ax.get_legend_handles_labels()
+    ax.legend(handles, names, loc="lower right", fontsize=8, ncols=5)
+    ax.set_title("Weights first, the rest belongs to the KV cache")
+    return fig
+
+
+def concurrency_curve(table: pd.DataFrame) -> Figure:
+    """Max concurrency (requests) versus context length (tokens), one line per ``label``.
+
+    ``table`` has columns ``label``, ``context_tokens``, ``max_concurrency`` (as returned by
+    ``llminfer.memory.concurrency_table``). Both axes are logarithmic.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    missing = {"label", "context_tokens", "max_concurrency"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks columns {sorted(missing)}")
+    fig, ax = new_figure(7, 4)
+    for label, group in table.groupby("label", sort=False):
+        ax.plot(group["context_tokens"], group["max_concurrency"], marker="o", label=label)
+    ax.axhline(1, color="grey", lw=1, ls="--")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context length per request (tokens)")
+    ax.set_ylabel("max concurrent requests (KV budget ÷ one request)")
+    ax.set_title("Longer context → fewer requests fit")
+    ax.legend(fontsize=8)
+    return fig

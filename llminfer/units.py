@@ -1,0 +1,94 @@
+"""Units, byte sizes of number formats, and human-readable figures.
+
+Inside llminfer every quantity is in base SI-like units: bytes, seconds, FLOP, FLOP/s and
+bytes/s. Decimal prefixes (kB, MB, GB = 10^9) and binary ones (KiB, MiB, GiB = 2^30) are both
+in use in the article and in vendor data sheets, so every printed figure names which it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30
+TiB = 2**40
+
+#: Bytes per stored element of each number format llminfer knows. int4/fp4 pack two
+#: elements into one byte; scale factors of quantised formats are counted separately
+#: (see ``llminfer.memory.weight_bytes``).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+
+_DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def check_dtype(dtype: str, parameter: str = "dtype") -> str:
+    """Return ``dtype`` normalised to lower case, or raise ValueError naming ``parameter``.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    if not isinstance(dtype, str) or dtype.lower() not in DTYPE_BYTES:
+        allowed = ", ".join(DTYPE_BYTES)
+        raise ValueError(
+            f"{parameter}={dtype!r} is not a known number format; use one of {allowed}"
+        )
+    return dtype.lower()
+
+
+def bytes_per_element(dtype: str) -> float:
+    """Bytes one element occupies in ``dtype``: fp32 4, bf16/fp16 2, fp8/int8 1, int4/fp4 0.5.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    return DTYPE_BYTES[check_dtype(dtype)]
+
+
+def format_bytes(n: float, binary: bool = True, decimals: int | None = None) -> str:
+    """Format a byte count with its unit always named: ``"1.00 GiB"``, ``"140.0 GB"``.
+
+    ``binary=True`` uses powers of 2^10 (KiB, MiB, GiB), ``binary=False`` powers of 10^3
+    (kB, MB, GB). By default values below 100 get two decimals and larger ones one.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    if not isinstance(n, (int, float)) or math.isnan(n):
+        raise ValueError(f"n={n!r} must be a number of bytes")
+    base, units = (1024, _BINARY_UNITS) if binary else (1000, _DECIMAL_UNITS)
+    value, unit = float(abs(n)), units[0]
+    for candidate in units[1:]:
+        if value < base:
+            break
+        value /= base
+        unit = candidate
+    if unit == "B" and decimals is None:
+        return f"{'-' if n < 0 else ''}{value:.0f} B"
+    places = decimals if decimals is not None else (2 if value < 100 else 1)
+    return f"{'-' if n < 0 else ''}{value:.{places}f} {unit}"
+
+
+def format_duration(seconds: float) -> str:
+    """Format a duration in seconds as µs, ms or s with three significant figures.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if not isinstance(seconds, (int, float)) or math.isnan(seconds):
+        raise ValueError(f"seconds={seconds!r} must be a number")
+    magnitude = abs(seconds)
+    if magnitude >= 1:
+        return f"{seconds:.3g} s"
+    if magnitude >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"

@@ -1,0 +1,10 @@
+"""Interactive explorers for the notebooks, each built on llminfer's pure functions.
+
+Every explorer exposes ``.controls`` (name → ipywidget), ``.result`` (the latest computed
+value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
+"""
+
+from llminfer.widgets._explorer import Explorer
+from llminfer.widgets.memory import MemoryExplorer
+
+__all__ = ["Explorer", "MemoryExplorer"]

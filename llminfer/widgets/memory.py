@@ -1,0 +1,78 @@
+"""Chapter 4's widget: model, GPU, GPU count, dtypes, context and concurrency → memory plan."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from llminfer.memory import MemoryPlan, plan_memory
+from llminfer.plots.memory import memory_bar
+from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.units import format_bytes
+from llminfer.widgets._explorer import Explorer
+
+CONTEXT_CHOICES = [2**k for k in range(9, 18)]  # 512 ... 131,072 tokens
+WEIGHT_DTYPES = ["bf16", "fp8", "int8", "int4"]
+KV_DTYPES = ["bf16", "fp8"]
+
+
+class MemoryExplorer(Explorer):
+    """Explore one deployment's memory budget. ``.result`` is a ``MemoryPlan``.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+
+    title = "Memory budget: weights first, the rest is KV cache"
+
+    def __init__(
+        self,
+        model: str = "llama-3.1-8b",
+        gpu: str = "h100-sxm",
+        n_gpus: int = 1,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+        context_tokens: int = 8192,
+        concurrency: int = 16,
+    ) -> None:
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "n_gpus": W.IntSlider(value=n_gpus, min=1, max=8, description="GPUs (tensor parallel)"),
+            "weight_dtype": W.Dropdown(
+                options=WEIGHT_DTYPES, value=weight_dtype, description="weights"
+            ),
+            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description="KV cache"),
+            "context_tokens": W.SelectionSlider(
+                options=CONTEXT_CHOICES, value=context_tokens, description="context (tokens)"
+            ),
+            "concurrency": W.IntSlider(
+                value=concurrency, min=1, max=512, description="concurrent requests"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(
+        self, model, gpu, n_gpus, weight_dtype, kv_dtype, context_tokens, concurrency
+    ) -> MemoryPlan:
+        return plan_memory(
+            get_model(model),
+            get_gpu(gpu),
+            n_gpus=n_gpus,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            context_tokens=context_tokens,
+            concurrency=concurrency,
+        )
+
+    def describe(self, plan: MemoryPlan) -> str:
+        colour = "#1b7a1b" if plan.fits else "#b00020"
+        verdict = "fits" if plan.fits else "does not fit"
+        return (
+            f"<p><b style='color:{colour}'>{verdict}</b>: {html.escape(plan.reason)}<br>"
+            f"KV per token: {format_bytes(plan.kv_bytes_per_token)} per GPU · "
+            f"max concurrency at {plan.context_tokens:,} tokens: {plan.max_concurrency:.2f}x</p>"
+        )
+
+    def draw(self, plan: MemoryPlan):
+        return memory_bar(plan)
