@@ -118,7 +118,7 @@ def _physical_memory_bytes() -> float:
         return float(GiB)
 
 
-def measure_bandwidth(n_bytes: int = 128 * MiB, repeats: int = 5) -> float:
+def measure_bandwidth(n_bytes: int = 256 * MiB, repeats: int = 3) -> float:
     """This computer's achievable memory bandwidth in bytes/s, measured with numpy.
 
     Copies an array of ``n_bytes`` (far larger than any CPU cache) ``repeats`` times and keeps
@@ -166,7 +166,7 @@ def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
     return 2 * n**3 / best
 
 
-def measure_machine(n_bytes: int = 128 * MiB, n: int = 1024, repeats: int = 5) -> GPU:
+def measure_machine(n_bytes: int = 256 * MiB, n: int = 1024, repeats: int = 3) -> GPU:
     """Measure this computer with numpy and describe it as a ``GPU`` (its CPU, really).
 
     ``memory_bandwidth`` comes from ``measure_bandwidth`` and ``fp32_flops`` from
