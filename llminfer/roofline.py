@@ -17,7 +17,10 @@ Counting conventions (all stated in ``step_cost``'s docstring) are shared by ``s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+import pandas as pd
 
 from llminfer.hardware import GPU
 from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
@@ -635,3 +638,132 @@ def decode_crossover_batch(
         else:
             low = middle
     return high
+
+
+# --- tables behind chapter 2's plots -------------------------------------------------------
+
+
+def decode_batch_table(
+    model: Model,
+    gpu: GPU,
+    batches: Sequence[int],
+    context_tokens: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """One decode step's time versus batch size, each sequence holding ``context_tokens``.
+
+    Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
+    tokens_per_s (batch ÷ step, the whole GPU's output rate).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    _check_int("context_tokens", context_tokens, 1)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    ideal = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    rows = []
+    for b in batches:
+        _check_int("batch", b, 1)
+        step = timer(0, 0, b, b * context_tokens)
+        rows.append(
+            {
+                "batch": b,
+                "step_s": step,
+                "ideal_step_s": ideal(0, 0, b, b * context_tokens),
+                "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
+                "tokens_per_s": b / step,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def prefill_table(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: Sequence[int],
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
+
+    Columns: gpu, prompt_tokens, ttft_s, bound.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        for p in prompt_tokens:
+            pairs = attended_pairs(_check_int("prompt_tokens", p, 1), 0)
+            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            rows.append(
+                {
+                    "gpu": gpu.name,
+                    "prompt_tokens": p,
+                    "ttft_s": max(t_c, t_m),
+                    "bound": "compute" if t_c >= t_m else "memory",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def gpu_comparison(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: int,
+    output_tokens: int,
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
+
+    Columns: gpu, tflops (dense, the compute format used), bandwidth_tb_s, ttft_s, tpot_s,
+    tokens_per_s, prefill_bound, decode_bound. Indexed by GPU name.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        est = estimate_latency(
+            model,
+            gpu,
+            prompt_tokens,
+            output_tokens,
+            weight_dtype=weight_dtype,
+            efficiency=efficiency,
+        )
+        rows.append(
+            {
+                "gpu": gpu.name,
+                "tflops": gpu.peak_flops(compute_dtype(weight_dtype, gpu)) / 1e12,
+                "bandwidth_tb_s": gpu.memory_bandwidth / 1e12,
+                "ttft_s": est.ttft_s,
+                "tpot_s": est.tpot_s,
+                "tokens_per_s": est.tokens_per_s,
+                "prefill_bound": est.prefill_bound,
+                "decode_bound": est.decode_bound,
+            }
+        )
+    return pd.DataFrame(rows).set_index("gpu")
+
+
+def request_breakdown(estimate: Estimate, network_s: float = 0.0, queue_s: float = 0.0):
+    """One request's time by stage, seconds: network, queue, prefill, decode.
+
+    ``network_s`` and ``queue_s`` are inputs (the cost model cannot know them); prefill is the
+    estimate's TTFT and decode its ``(N − 1) × TPOT``. The stages sum to the end-to-end time
+    the user sees.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+    for name, value in (("network_s", network_s), ("queue_s", queue_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}={value!r} must be a number of seconds >= 0")
+    return {
+        "network": float(network_s),
+        "queue": float(queue_s),
+        "prefill": estimate.ttft_s,
+        "decode": estimate.e2e_s - estimate.ttft_s,
+    }
