@@ -86,10 +86,10 @@ class ToyModel:
 
         def w(fan_in: int, fan_out: int) -> np.ndarray:
             scale = fan_in**-0.5
-            return (rng.standard_normal((fan_in, fan_out)) * scale).astype(self.dtype)
+            return (rng.standard_normal((fan_in, fan_out), np.float32) * scale).astype(self.dtype)
 
         h, d, inter = c.hidden_size, c.head_dim, c.intermediate_size
-        self.embed = rng.standard_normal((c.vocab_size, h)).astype(self.dtype)
+        self.embed = rng.standard_normal((c.vocab_size, h), np.float32).astype(self.dtype)
         self.layers = [
             {
                 "attn_norm": np.ones(h, self.dtype),
