@@ -3,5 +3,22 @@ none calls ``plt.show()``. Axes say their units. Tests assert on the data behind
 """
 
 from llminfer.plots.memory import concurrency_curve, memory_bar
+from llminfer.plots.roofline import (
+    decode_batch_chart,
+    flash_traffic_chart,
+    gpu_comparison_chart,
+    prefill_chart,
+    request_timeline,
+    roofline_chart,
+)
 
-__all__ = ["concurrency_curve", "memory_bar"]
+__all__ = [
+    "concurrency_curve",
+    "decode_batch_chart",
+    "flash_traffic_chart",
+    "gpu_comparison_chart",
+    "memory_bar",
+    "prefill_chart",
+    "request_timeline",
+    "roofline_chart",
+]
