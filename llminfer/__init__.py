@@ -5,6 +5,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 """
 
 from llminfer.hardware import GPU
+from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
     MemoryPlan,
     kv_bytes_per_token,
@@ -15,6 +16,13 @@ from llminfer.memory import (
     plan_memory,
     weight_bytes,
 )
+from llminfer.metrics import (
+    Summary,
+    compare_definitions,
+    percentile,
+    request_metrics,
+    summarize,
+)
 from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import bytes_per_element, format_bytes
@@ -22,10 +30,14 @@ from llminfer.units import bytes_per_element, format_bytes
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARTICLE_COLUMNS",
     "GPU",
     "MemoryPlan",
     "Model",
+    "RequestLog",
+    "Summary",
     "bytes_per_element",
+    "compare_definitions",
     "format_bytes",
     "get_gpu",
     "get_model",
@@ -36,6 +48,10 @@ __all__ = [
     "list_gpus",
     "list_models",
     "max_concurrency",
+    "percentile",
     "plan_memory",
+    "read_requests",
+    "request_metrics",
+    "summarize",
     "weight_bytes",
 ]
