@@ -185,15 +185,15 @@ def import_genai_perf(path: Path) -> tuple[pd.DataFrame, list[str]]:
                 content.append(has_content)
                 usage = event_usage or usage
             chunks = times[np.asarray(content, dtype=bool)] if len(times) else times
+            ok = len(chunks) > 0
             if usage and usage.get("completion_tokens") is not None:
                 out_tokens, in_tokens = usage["completion_tokens"], usage.get("prompt_tokens")
             else:
                 out_tokens, in_tokens = len(chunks), None
-                counted_chunks += 1
+                counted_chunks += ok
             if in_tokens is None:
                 in_tokens = _prompt_words(request.get("request_inputs", {}))
-                counted_words += 1
-            ok = len(chunks) > 0
+                counted_words += ok
             rows.append(
                 {
                     "request_id": f"{label}/{i}",

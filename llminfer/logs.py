@@ -222,7 +222,7 @@ def _show(value) -> str:
     if isinstance(value, np.ndarray):
         return np.array2string(value, threshold=6, precision=6)
     if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "" if value is None else "nan"
+        return ""  # missing: empty cell, NaN or None
     return str(value)
 
 
@@ -298,7 +298,7 @@ def validate_requests(
 
     # request_id: present and unique (the first occurrence is kept, later ones rejected).
     ids = frame["request_id"]
-    id_missing = ids.isna().to_numpy()
+    id_missing = np.array(ids.isna(), dtype=bool)
     if source.format != "csv":  # pandas' CSV reader already turns empty cells into NaN
         id_missing |= (ids.astype(object) == "").to_numpy()
     problems.add(id_missing, "request_id", ids, "missing request_id")
@@ -324,7 +324,8 @@ def validate_requests(
         raw = frame[name]
         with np.errstate(invalid="ignore"):
             problems.add(values < 0, name, raw, f"{name} is negative")
-            problems.add(values != np.round(values), name, raw, f"{name} is not a whole number")
+            fractional = (values != np.round(values)) & ~np.isnan(values)
+            problems.add(fractional, name, raw, f"{name} is not a whole number")
     with np.errstate(invalid="ignore"):
         problems.add(
             ok & (numbers["output_tokens"] == 0),

@@ -280,6 +280,9 @@ class Summary:
         """The latency table (metric × statistic, seconds) as a DataFrame copy."""
         return self.table.copy()
 
+    def _display_table(self) -> pd.DataFrame:
+        return self.table.astype({"count": "int64"})
+
     def _headline(self) -> list[tuple[str, str]]:
         lines = [
             ("requests", f"{self.n_requests} ({self.n_failed} failed)"),
@@ -298,7 +301,7 @@ class Summary:
     def __str__(self) -> str:
         head = "\n".join(f"{k:>13}: {v}" for k, v in self._headline())
         with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
-            return f"{head}\nlatency (seconds):\n{self.table.to_string()}"
+            return f"{head}\nlatency (seconds):\n{self._display_table().to_string()}"
 
     def _repr_html_(self) -> str:
         rows = "".join(
@@ -306,7 +309,7 @@ class Summary:
             f"{html.escape(v)}</td></tr>"
             for k, v in self._headline()
         )
-        table = self.table.to_html(float_format="{:.4f}".format)
+        table = self._display_table().to_html(float_format="{:.4f}".format)
         return f"<table>{rows}</table><p>latency statistics (seconds)</p>{table}"
 
     def __repr__(self) -> str:
@@ -508,20 +511,19 @@ def output_tps_over_time(log: RequestLog | pd.DataFrame, bin_s: float = 1.0) -> 
     t0 = float(ok["start_ts"].min())
     edges = t0 + bin_s * np.arange(math.ceil((end.max() - t0) / bin_s + 1e-12) + 1)
     # Cumulative tokens by time t: Σ 1[t ≥ first] + rest · clip((t − first)/(end − first), 0, 1).
-    spread = end > first
+    # Decodes shorter than a microsecond (below any clock's resolution) count as instantaneous;
+    # spreading them would divide by ~0 and drown the other requests' rates in rounding.
+    spread = end - first > 1e-6
     times = np.concatenate([first, first[spread], end[spread]])
-    slope = np.concatenate(
-        [
-            np.zeros(first.size),
-            rest[spread] / (end - first)[spread],
-            -(rest / (end - first))[spread],
-        ]
-    )
+    rate = rest[spread] / (end[spread] - first[spread])  # tokens/s while decoding
+    slope = np.concatenate([np.zeros(first.size), rate, -rate])
     jumps = np.concatenate([1 + np.where(spread, 0, rest), np.zeros(2 * spread.sum())])
     order = np.argsort(times, kind="stable")
     times, slope, jumps = times[order], slope[order], jumps[order]
     rate_after = np.cumsum(slope)
-    rate_after[np.abs(rate_after) < 1e-9] = 0.0
+    # Exactly zero whenever no request is decoding, so rounding never carries across idle gaps.
+    active = np.cumsum(np.sign(slope))
+    rate_after[active == 0] = 0.0
     grown = np.concatenate([[0.0], np.cumsum(rate_after[:-1] * np.diff(times))])
     jumped = np.cumsum(jumps)
     at = np.searchsorted(times, edges, side="right") - 1
@@ -529,4 +531,5 @@ def output_tps_over_time(log: RequestLog | pd.DataFrame, bin_s: float = 1.0) -> 
     cumulative = np.zeros(edges.size)
     idx = at[valid]
     cumulative[valid] = grown[idx] + jumped[idx] + rate_after[idx] * (edges[valid] - times[idx])
+    cumulative[0] = 0.0  # the first edge is the earliest start: no token comes before it
     return pd.DataFrame({"bin_start_s": edges[:-1], "output_tps": np.diff(cumulative) / bin_s})
