@@ -5,6 +5,7 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 """
 
 from llminfer.widgets._explorer import Explorer
+from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
 
-__all__ = ["Explorer", "MemoryExplorer"]
+__all__ = ["Explorer", "MemoryExplorer", "SLOExplorer"]
