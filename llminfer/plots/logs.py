@@ -152,6 +152,7 @@ def request_anatomy(log: RequestLog | pd.DataFrame, request_id: str | None = Non
         )
         ax.text((left + right) / 2, y + 0.08, label, ha="center", fontsize=8, color=colour)
     ax.set_ylim(0, 2)
+    ax.set_xlim(-0.03 * (end - start), 1.03 * (end - start))  # arrows do not set the limits
     ax.set_yticks([])
     ax.set_xlabel("time since the request was sent (s); ticks = streamed chunks")
     ax.set_title(f"Anatomy of one streamed request ({row['request_id']})")
