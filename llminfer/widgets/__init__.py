@@ -5,7 +5,8 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 """
 
 from llminfer.widgets._explorer import Explorer
+from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
 from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
 
-__all__ = ["Explorer", "MemoryExplorer", "RequestJourney", "RooflineExplorer"]
+__all__ = ["Explorer", "MemoryExplorer", "RequestJourney", "RooflineExplorer", "SLOExplorer"]
