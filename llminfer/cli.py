@@ -1,4 +1,4 @@
-"""Command line: ``python -m llminfer metrics FILE [--format ...] [--slo ...] [--json]``.
+"""Command line: ``python -m llminfer metrics FILE ...`` and ``python -m llminfer diagnose FILE``.
 
 Subcommands register themselves: each module-level ``register_<name>(subparsers)`` function
 listed in ``COMMANDS`` adds its parser and sets ``func`` (a callable taking the parsed
@@ -91,8 +91,54 @@ def register_metrics(subparsers) -> None:
     parser.set_defaults(func=_metrics)
 
 
+def _diagnose(args: argparse.Namespace) -> int:
+    from llminfer.diagnose import diagnose
+    from llminfer.presets import get_gpu, get_model
+
+    slo = parse_slo(args.slo) if args.slo else None
+    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    model = get_model(args.model) if args.model else None
+    gpu = get_gpu(args.gpu) if args.gpu else None
+    if (model is None) != (gpu is None):
+        raise ValueError("--model and --gpu go together: give both or neither")
+    report = diagnose(
+        log,
+        model=model,
+        gpu=gpu,
+        slo=slo,
+        n_gpus=args.n_gpus,
+        weight_dtype=args.weight_dtype,
+        kv_dtype=args.kv_dtype,
+    )
+    print(f"# {log.source}")
+    print(report)
+    return 0
+
+
+def register_diagnose(subparsers) -> None:
+    """Add ``diagnose FILE``: the troubleshooting procedure of chapter 7 on a log."""
+    parser = subparsers.add_parser(
+        "diagnose",
+        help="walk chapter 7's troubleshooting order over a request log",
+        description="Diagnose a request log step by step (workload, failures, memory, "
+        "queueing, prefill, decode, saturation) and name the primary bottleneck.",
+    )
+    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
+    )
+    parser.add_argument("--model", help="model preset, e.g. llama-3.1-8b (with --gpu)")
+    parser.add_argument("--gpu", help="GPU preset, e.g. h100-sxm (with --model)")
+    parser.add_argument("--n-gpus", type=int, default=1, help="GPUs (tensor parallel)")
+    parser.add_argument("--weight-dtype", default="bf16")
+    parser.add_argument("--kv-dtype", default="bf16")
+    parser.add_argument("--slo", help="latency targets, e.g. ttft=500ms,tpot=50ms")
+    parser.add_argument("--on-error", default="raise", choices=["raise", "report"])
+    parser.set_defaults(func=_diagnose)
+
+
 #: Every subcommand's register function; append one to add a subcommand.
-COMMANDS: list[Callable] = [register_metrics]
+COMMANDS: list[Callable] = [register_metrics, register_diagnose]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,680 @@
+"""Chapter 7's troubleshooting order, as code: read a request log and name the bottleneck.
+
+``diagnose(log, ...)`` walks the procedure of notebooks/07_troubleshooting.ipynb step by step —
+workload, failures, memory, queueing, prefill, decode, saturation — and returns one ``Finding``
+per step: a verdict (``"ok"``, ``"problem"`` or ``"cant_tell"``), the evidence in numbers, the
+likely cause and the chapter-5 techniques that address it. A step that lacks the data it needs
+says ``"cant_tell"`` and names what is missing rather than guess.
+
+Every rule rests on a signal that can be measured from a per-request log; thresholds are module
+constants so a reader can see (and change) them:
+
+- queueing and prefill split TTFT when the log has ``scheduled_ts``; without it, only a
+  correlation can hint which one grows (with load, or with prompt length);
+- decode holds TPOT against the bandwidth floor of chapter 2 when model and GPU are known, and
+  against the interference of other requests' prefills that overlap a request's decode;
+- memory counts preemptions when the log records them and compares the tokens in flight with
+  the KV capacity of chapter 4 when model and GPU are known;
+- saturation compares the offered load (arrivals per second) with what was served.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from llminfer.hardware import GPU
+from llminfer.logs import RequestLog
+from llminfer.memory import plan_memory
+from llminfer.metrics import request_metrics
+from llminfer.models import Model
+from llminfer.roofline import estimate_latency
+
+STEPS = ("workload", "failures", "memory", "queueing", "prefill", "decode", "saturation")
+VERDICTS = ("ok", "problem", "cant_tell")
+
+#: Targets assumed when ``slo`` is not given: an interactive chat service (the same figures as
+#: the ``metrics`` command's example). MLPerf's Llama-2-70B server scenario is laxer (TTFT 2 s,
+#: TPOT 200 ms in loadgen's mlperf.conf); pass ``slo=`` with your own.
+DEFAULT_SLO = {"ttft_s": 0.5, "tpot_s": 0.05}
+#: Fewer successful requests than this and p90/p99 rest on a handful of samples.
+MIN_REQUESTS = 50
+#: Fewer pairs than this and a correlation is not evidence of anything.
+MIN_CORRELATION_PAIRS = 20
+#: Share of requests that may fail before failures are the first thing to fix.
+MAX_FAILED_FRACTION = 0.01
+#: A stage is "the problem" when its p90 eats this share of the TTFT target ...
+TTFT_BUDGET_SHARE = 0.5
+#: ... and a correlation counts as evidence when its rank coefficient exceeds this.
+STRONG_CORRELATION = 0.5
+#: Tokens in flight above this share of the KV capacity leave no room for bursts.
+KV_FULL_SHARE = 0.95
+#: Served rate below this share of the offered rate means the queue grows without bound.
+SERVED_SHARE = 0.9
+#: Decode at low load slower than this multiple of the bandwidth floor is an inefficiency.
+FLOOR_MULTIPLE = 3.0
+
+#: Which chapter explains each step, and the chapter-5 techniques that address its problems.
+CHAPTER = {
+    "workload": "03_metrics",
+    "failures": "06_log_analysis",
+    "memory": "04_memory_budget",
+    "queueing": "05_optimizations",
+    "prefill": "02_prefill_and_decode",
+    "decode": "02_prefill_and_decode",
+    "saturation": "03_metrics",
+}
+QUESTION = {
+    "workload": "Is the workload described, and are there enough requests to trust p90/p99?",
+    "failures": "Did requests fail? Failed requests are not fast requests.",
+    "memory": "Does the KV cache hold the requests in flight, or are they preempted?",
+    "queueing": "How much of TTFT is waiting for a slot rather than computing?",
+    "prefill": "How much of TTFT is the prompt's own prefill, and does it grow with length?",
+    "decode": "Is TPOT near the bandwidth floor, or slowed by batching and other prefills?",
+    "saturation": "Does the server keep up with the offered load?",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One step of the procedure: ``verdict`` is ``"ok"``, ``"problem"`` or ``"cant_tell"``;
+    ``evidence`` holds the numbers (seconds, tokens, ratios) the verdict rests on; ``cause`` the
+    likely cause (or, for ``cant_tell``, what data is missing); ``techniques`` the chapter-5
+    rows that address it.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    step: str
+    verdict: str
+    evidence: dict[str, Any]
+    cause: str
+    techniques: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.step not in STEPS:
+            raise ValueError(f"step={self.step!r} must be one of {', '.join(STEPS)}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r} must be one of {', '.join(VERDICTS)}")
+
+    @property
+    def chapter(self) -> str:
+        return CHAPTER[self.step]
+
+    def evidence_text(self) -> str:
+        return "; ".join(f"{k} = {_show(v)}" for k, v in self.evidence.items())
+
+
+@dataclass
+class Diagnosis:
+    """The procedure's findings, in order, and the most important problem (``primary``).
+
+    ``primary`` is the first problem in procedure order — fix it first, re-measure, then look
+    again — or None for a healthy log. ``str()`` gives a text report; in a notebook it renders
+    as a table.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    findings: list[Finding]
+    slo: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def primary(self) -> Finding | None:
+        return next((f for f in self.findings if f.verdict == "problem"), None)
+
+    def finding(self, step: str) -> Finding:
+        """The finding of one step by name."""
+        for f in self.findings:
+            if f.step == step:
+                return f
+        raise ValueError(f"step={step!r} must be one of {', '.join(STEPS)}")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step: verdict, evidence, cause, techniques."""
+        return pd.DataFrame(
+            [
+                {
+                    "step": f.step,
+                    "verdict": f.verdict,
+                    "evidence": f.evidence_text(),
+                    "cause": f.cause,
+                    "techniques": ", ".join(f.techniques),
+                }
+                for f in self.findings
+            ]
+        ).set_index("step")
+
+    def __str__(self) -> str:
+        mark = {"ok": "ok", "problem": "PROBLEM", "cant_tell": "can't tell"}
+        lines = []
+        for number, f in enumerate(self.findings, 1):
+            lines.append(f"{number}. {f.step:<10} {mark[f.verdict]}: {f.cause}")
+            if f.evidence:
+                lines.append(f"   evidence: {f.evidence_text()}")
+            if f.techniques:
+                lines.append(f"   try: {', '.join(f.techniques)} (chapter 05)")
+        primary = self.primary
+        head = (
+            f"primary bottleneck: {primary.step} — {primary.cause}"
+            if primary
+            else "no problem found: the log looks healthy against the targets"
+        )
+        targets = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in self.slo.items())
+        return "\n".join([head, f"targets: {targets}", *lines, *self.notes])
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = {"ok": "#1b7a1b", "problem": "#b00020", "cant_tell": "#8a6d00"}
+        rows = "".join(
+            f"<tr><td>{n}. {f.step}</td>"
+            f"<td style='color:{colour[f.verdict]}'><b>{f.verdict}</b></td>"
+            f"<td style='text-align:left'>{html.escape(f.evidence_text())}</td>"
+            f"<td style='text-align:left'>{html.escape(f.cause)}</td>"
+            f"<td style='text-align:left'>{html.escape(', '.join(f.techniques))}</td></tr>"
+            for n, f in enumerate(self.findings, 1)
+        )
+        primary = self.primary
+        head = f"primary bottleneck: <b>{primary.step}</b>" if primary else "no problem found"
+        return (
+            f"<p>{head}</p><table><tr><th>step</th><th>verdict</th><th>evidence</th>"
+            f"<th>cause</th><th>techniques</th></tr>{rows}</table>"
+        )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (Pearson on ranks); NaN with fewer than
+    ``MIN_CORRELATION_PAIRS`` pairs (a coefficient from a handful of points proves nothing) or
+    no spread."""
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < MIN_CORRELATION_PAIRS:
+        return float("nan")
+    rx = pd.Series(x[keep]).rank().to_numpy()
+    ry = pd.Series(y[keep]).rank().to_numpy()
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _p(values: np.ndarray, q: float) -> float:
+    values = values[np.isfinite(values)]
+    return float(np.percentile(values, q)) if values.size else float("nan")
+
+
+def in_flight_at_arrival(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each request, how many requests (itself included) were in flight when it arrived.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    starts = np.sort(start)
+    ends = np.sort(end[np.isfinite(end)])
+    return np.searchsorted(starts, start, side="right") - np.searchsorted(ends, start, "right")
+
+
+def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
+    """For each request, prompt tokens of *other* requests whose prefill ran while it was
+    decoding, per second of its decode (tokens/s).
+
+    A prefill runs between ``scheduled_ts`` (or, without it, ``start_ts``) and the first token;
+    its tokens are counted where that span overlaps ``[first token, end]`` of the request,
+    spread evenly over the span. Vectorised with cumulative sums over a time grid.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    begin = metrics["start_ts"].to_numpy(float)
+    if "queue_s" in metrics:
+        begin = begin + metrics["queue_s"].to_numpy(float)
+    first = metrics["start_ts"].to_numpy(float) + metrics["ttft_s"].to_numpy(float)
+    end = metrics["end_ts"].to_numpy(float)
+    tokens = metrics["input_tokens"].to_numpy(float)
+    ok = np.isfinite(begin) & np.isfinite(first) & np.isfinite(end)
+    if ok.sum() == 0:
+        return np.full(len(metrics), np.nan)
+    # Prefill "density": tokens per second spread over [begin, first]; integrate it on a grid.
+    t0, t1 = float(begin[ok].min()), float(end[ok].max())
+    grid = np.linspace(t0, t1, 2049)
+    span = np.maximum(first - begin, 1e-9)
+    rate = np.where(ok, tokens / span, 0.0)
+    # cumulative prefill tokens done by time t: Σ rate · clip(t − begin, 0, span)
+    done = np.zeros_like(grid)
+    for lo in range(0, len(grid), 256):
+        part = grid[lo : lo + 256, None]
+        done[lo : lo + 256] = (rate * np.clip(part - begin, 0, span)).sum(axis=1)
+    during = np.interp(end, grid, done) - np.interp(first, grid, done)
+    # take the request's own prefill out (it ended at `first`, so it never overlaps)
+    decode_s = end - first
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok & (decode_s > 0), during / decode_s, np.nan)
+
+
+def _workload(m: pd.DataFrame, ok: np.ndarray) -> tuple[Finding, dict]:
+    good = m[ok]
+    start = m["start_ts"].to_numpy(float)
+    end = m["end_ts"].to_numpy(float)
+    window = float(np.nanmax(end) - np.nanmin(start)) if len(m) else float("nan")
+    arrivals = float(np.nanmax(start) - np.nanmin(start)) if len(m) > 1 else float("nan")
+    concurrency = float(np.nansum(good["e2e_s"]) / window) if window > 0 else float("nan")
+    evidence = {
+        "requests": int(len(m)),
+        "succeeded": int(ok.sum()),
+        "window_s": window,
+        "offered_rps": (len(m) - 1) / arrivals if arrivals and arrivals > 0 else float("inf"),
+        "input_tokens_p50": _p(good["input_tokens"].to_numpy(float), 50),
+        "output_tokens_p50": _p(good["output_tokens"].to_numpy(float), 50),
+        "mean_in_flight": concurrency,
+    }
+    if ok.sum() < MIN_REQUESTS:
+        return Finding(
+            "workload",
+            "cant_tell",
+            evidence,
+            f"only {int(ok.sum())} successful requests: percentiles beyond p50 rest on a "
+            f"handful of samples (need at least {MIN_REQUESTS})",
+            missing=("more requests",),
+        ), evidence
+    return Finding(
+        "workload",
+        "ok",
+        evidence,
+        "enough requests to read p90; compare runs only with the same workload and definitions",
+    ), evidence
+
+
+def _failures(m: pd.DataFrame, ok: np.ndarray) -> Finding:
+    failed = int((~ok).sum())
+    fraction = failed / len(m) if len(m) else 0.0
+    evidence = {"failed": failed, "failed_fraction": fraction}
+    if fraction > MAX_FAILED_FRACTION:
+        return Finding(
+            "failures",
+            "problem",
+            evidence,
+            f"{fraction:.1%} of requests failed; latency statistics describe only the survivors "
+            "— read the errors (timeouts, out-of-memory, rejected for length) before tuning",
+        )
+    return Finding("failures", "ok", evidence, f"{failed} failed ({fraction:.1%})")
+
+
+def _tokens_in_flight_peak(m: pd.DataFrame, ok: np.ndarray, samples: int = 200) -> float:
+    """Peak over time of KV tokens held by running requests (prompt + tokens generated so far).
+
+    A request holds its prompt from when prefill starts (``scheduled_ts`` if known, else its
+    first token: without it, queued requests would be counted as holding memory) and gains
+    output tokens evenly until it ends.
+    """
+    good = m[ok]
+    start = good["start_ts"].to_numpy(float)
+    first = start + good["ttft_s"].to_numpy(float)
+    held_from = start + good["queue_s"].to_numpy(float) if "queue_s" in good else first
+    end = good["end_ts"].to_numpy(float)
+    prompt = good["input_tokens"].to_numpy(float)
+    output = good["output_tokens"].to_numpy(float)
+    times = np.linspace(start.min(), end.max(), samples)
+    peak = 0.0
+    for t in times:
+        active = (held_from <= t) & (t < end)
+        if not active.any():
+            continue
+        span = np.maximum(end[active] - first[active], 1e-9)
+        grown = np.clip((t - first[active]) / span, 0, 1) * output[active]
+        peak = max(peak, float((prompt[active] + grown).sum()))
+    return peak
+
+
+def _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype) -> Finding:
+    requests = log.requests
+    evidence: dict[str, Any] = {}
+    preempted = None
+    if "preemptions" in requests:
+        preempted = int(pd.to_numeric(requests["preemptions"], errors="coerce").fillna(0).sum())
+        evidence["preemptions"] = preempted
+    if model is not None and gpu is not None:
+        plan = plan_memory(
+            model,
+            gpu,
+            n_gpus=n_gpus,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            gpu_memory_utilization=getattr(engine, "gpu_memory_utilization", 0.9),
+            block_size=getattr(engine, "block_size", 16),
+            context_tokens=min(model.max_context, 8192),
+        )
+        peak = _tokens_in_flight_peak(m, ok)
+        evidence["kv_capacity_tokens"] = plan.capacity_tokens
+        evidence["peak_tokens_in_flight"] = round(peak)
+        evidence["peak_share_of_capacity"] = (
+            peak / plan.capacity_tokens if plan.capacity_tokens else float("inf")
+        )
+        if plan.kv_budget_bytes <= 0:
+            return Finding(
+                "memory",
+                "problem",
+                evidence,
+                plan.reason,
+                ("quantisation", "tensor parallelism"),
+            )
+    techniques = ("quantisation", "PagedAttention", "prefix caching", "tensor parallelism")
+    if preempted:
+        return Finding(
+            "memory",
+            "problem",
+            evidence,
+            f"the KV cache ran out: {preempted} preemptions (requests evicted and recomputed); "
+            "offered concurrency × context exceeds what the cache holds",
+            techniques,
+        )
+    share = evidence.get("peak_share_of_capacity")
+    if share is not None and share >= KV_FULL_SHARE:
+        return Finding(
+            "memory",
+            "problem",
+            evidence,
+            f"tokens in flight reach {share:.0%} of the KV capacity: the cache is full and "
+            "new requests wait for memory",
+            techniques,
+        )
+    if preempted is None and share is None:
+        return Finding(
+            "memory",
+            "cant_tell",
+            evidence,
+            "the log records no preemptions and the deployment is unknown",
+            missing=("preemptions column", "model and gpu"),
+        )
+    detail = f"peak {share:.0%} of KV capacity" if share is not None else "no preemptions"
+    return Finding("memory", "ok", evidence, f"the KV cache holds the load ({detail})")
+
+
+def _queueing(m, ok, slo, load) -> Finding:
+    good = m[ok]
+    target = slo.get("ttft_s", DEFAULT_SLO["ttft_s"])
+    ttft = good["ttft_s"].to_numpy(float)
+    evidence: dict[str, Any] = {"ttft_p90_s": _p(ttft, 90)}
+    techniques = ("continuous batching", "quantisation", "tensor parallelism")
+    trend = _rank_correlation(good["start_ts"].to_numpy(float), ttft)
+    if "queue_s" in good:
+        queue = good["queue_s"].to_numpy(float)
+        evidence["queue_p90_s"] = _p(queue, 90)
+        evidence["queue_share_of_ttft_p90"] = evidence["queue_p90_s"] / evidence["ttft_p90_s"]
+        if evidence["queue_p90_s"] > TTFT_BUDGET_SHARE * target:
+            return Finding(
+                "queueing",
+                "problem",
+                evidence,
+                f"requests wait {evidence['queue_p90_s']:.3g} s (p90) before prefill starts — "
+                f"over {TTFT_BUDGET_SHARE:.0%} of the {target:g} s TTFT target: more load than "
+                "the server schedules",
+                techniques,
+            )
+        return Finding("queueing", "ok", evidence, "waiting is a small part of TTFT")
+    # Without scheduled_ts: TTFT growing with load (or over the run) at a given prompt length.
+    residual = ttft - _fit_linear(good["input_tokens"].to_numpy(float), ttft)
+    rho_load = _rank_correlation(load[ok].astype(float), residual)
+    evidence.update({"rho_ttft_load": rho_load, "rho_ttft_time": trend})
+    strongest = np.nanmax([rho_load, trend]) if np.isfinite([rho_load, trend]).any() else np.nan
+    if evidence["ttft_p90_s"] > target and strongest > STRONG_CORRELATION:
+        return Finding(
+            "queueing",
+            "problem",
+            evidence,
+            "TTFT misses its target and grows with load at the same prompt length (inferred by "
+            "correlation: the log has no scheduled_ts to measure the queue directly)",
+            techniques,
+        )
+    if evidence["ttft_p90_s"] <= TTFT_BUDGET_SHARE * target:
+        return Finding("queueing", "ok", evidence, "TTFT is well inside its target")
+    return Finding(
+        "queueing",
+        "cant_tell",
+        evidence,
+        "without scheduled_ts the queue cannot be split from prefill, and TTFT does not "
+        "clearly follow load",
+        missing=("scheduled_ts",),
+    )
+
+
+def _fit_linear(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 2 or np.ptp(x[keep]) == 0:
+        return np.full_like(y, np.nanmean(y) if keep.any() else 0.0)
+    slope, intercept = np.polyfit(x[keep], y[keep], 1)
+    return slope * x + intercept
+
+
+def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
+    good = m[ok]
+    target = slo.get("ttft_s", DEFAULT_SLO["ttft_s"])
+    prompts = good["input_tokens"].to_numpy(float)
+    has_split = "prefill_s" in good
+    prefill = good["prefill_s" if has_split else "ttft_s"].to_numpy(float)
+    name = "prefill" if has_split else "ttft"
+    evidence: dict[str, Any] = {
+        f"{name}_p90_s": _p(prefill, 90),
+        f"rho_{name}_prompt": _rank_correlation(prompts, prefill),
+        "input_tokens_p90": _p(prompts, 90),
+    }
+    if model is not None and gpu is not None:
+        floor = estimate_latency(
+            model, gpu, max(1, int(_p(prompts, 90))), 2, weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype, n_gpus=n_gpus,
+        )  # fmt: skip
+        evidence["estimated_prefill_p90_prompt_s"] = floor.ttft_s
+    techniques = (
+        "prefix caching",
+        "FlashAttention",
+        "tensor parallelism",
+        "prefill/decode disaggregation",
+    )
+    long = evidence[f"{name}_p90_s"] > TTFT_BUDGET_SHARE * target
+    tracks = evidence[f"rho_{name}_prompt"] > STRONG_CORRELATION
+    if long and tracks:
+        return Finding(
+            "prefill",
+            "problem",
+            evidence,
+            f"prefill of long prompts ({evidence['input_tokens_p90']:.0f} tokens at p90) takes "
+            f"{evidence[f'{name}_p90_s']:.3g} s — most of the {target:g} s TTFT target; TTFT "
+            "tracks prompt length"
+            + ("" if has_split else " (inferred by correlation: no scheduled_ts in the log)"),
+            techniques,
+        )
+    if not has_split and long:
+        return Finding(
+            "prefill",
+            "cant_tell",
+            evidence,
+            "TTFT is long but does not follow prompt length; without scheduled_ts prefill "
+            "cannot be measured on its own",
+            missing=("scheduled_ts",),
+        )
+    return Finding("prefill", "ok", evidence, "prefill fits inside the TTFT target")
+
+
+def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
+    good = m[ok]
+    target = slo.get("tpot_s", DEFAULT_SLO["tpot_s"])
+    tpot = good["tpot_s"].to_numpy(float)
+    interference = overlapping_prefill_tokens(good)
+    evidence: dict[str, Any] = {
+        "tpot_p50_s": _p(tpot, 50),
+        "tpot_p90_s": _p(tpot, 90),
+        "rho_tpot_load": _rank_correlation(load[ok].astype(float), tpot),
+        "rho_tpot_prefill_overlap": _rank_correlation(interference, tpot),
+    }
+    low_load_ratio = float("nan")
+    if model is not None and gpu is not None:
+        context = int(_p(good["input_tokens"].to_numpy(float), 50) + 1)
+        outputs = max(2, int(_p(good["output_tokens"].to_numpy(float), 50)))
+        # The floor is for the batch the quietest tenth of requests actually shared.
+        quiet = load[ok] <= np.nanpercentile(load[ok], 10)
+        batch = max(1, int(np.median(load[ok][quiet])))
+        floor = estimate_latency(
+            model, gpu, context, outputs, batch=batch, weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype, n_gpus=n_gpus,
+        ).ideal.tpot_s  # fmt: skip
+        low_load_ratio = _p(tpot[quiet], 50) / floor
+        evidence["low_load_batch"] = batch
+        evidence["tpot_floor_s"] = floor
+        evidence["low_load_tpot_over_floor"] = low_load_ratio
+    if evidence["tpot_p90_s"] > target:
+        if evidence["rho_tpot_prefill_overlap"] > max(
+            STRONG_CORRELATION, evidence["rho_tpot_load"]
+        ):
+            return Finding(
+                "decode",
+                "problem",
+                evidence,
+                "TPOT misses its target when other requests' prefills run during a request's "
+                "decode: long prefills stall the decode steps they share a batch with",
+                ("continuous batching with chunked prefill", "prefill/decode disaggregation"),
+            )
+        if evidence["rho_tpot_load"] > STRONG_CORRELATION:
+            return Finding(
+                "decode",
+                "problem",
+                evidence,
+                "TPOT misses its target and rises with concurrency: batches too large for the "
+                "latency target",
+                ("continuous batching (lower max_num_seqs)", "tensor parallelism", "quantisation"),
+            )
+        if low_load_ratio > FLOOR_MULTIPLE:
+            return Finding(
+                "decode",
+                "problem",
+                evidence,
+                f"even at low load TPOT is {low_load_ratio:.1f}x the bandwidth floor: the engine "
+                "is inefficient (kernels, precision, CUDA graphs) rather than overloaded",
+                ("quantisation", "speculative decoding", "tensor parallelism"),
+            )
+        return Finding(
+            "decode",
+            "problem",
+            evidence,
+            "TPOT misses its target at every load: the model is too slow for this GPU and "
+            "target",
+            ("quantisation", "speculative decoding", "tensor parallelism"),
+        )
+    if low_load_ratio > FLOOR_MULTIPLE:
+        return Finding(
+            "decode",
+            "problem",
+            evidence,
+            f"TPOT meets its target but is {low_load_ratio:.1f}x the bandwidth floor at low "
+            "load: room to gain",
+            ("quantisation", "speculative decoding"),
+        )
+    return Finding("decode", "ok", evidence, "TPOT meets its target")
+
+
+def _saturation(m, ok, workload: dict, closed_loop: bool) -> Finding:
+    good = m[ok]
+    end = np.sort(good["end_ts"].to_numpy(float))
+    start = np.sort(m["start_ts"].to_numpy(float))
+    evidence: dict[str, Any] = {}
+    if len(end) < 10:
+        return Finding(
+            "saturation", "cant_tell", evidence, "too few requests", missing=("more requests",)
+        )
+    # Served rate over the middle of the run (warm-up and drain left out), against arrivals.
+    lo, hi = int(0.1 * len(end)), int(0.9 * len(end))
+    served = (hi - lo) / (end[hi] - end[lo]) if end[hi] > end[lo] else float("inf")
+    offered = workload["offered_rps"]
+    evidence.update({"offered_rps": offered, "served_rps": served})
+    if closed_loop:
+        return Finding(
+            "saturation",
+            "cant_tell",
+            evidence,
+            "all requests arrived at once (a closed loop or a batch): arrivals say nothing about "
+            "capacity; sweep the load instead (chapter 3)",
+            missing=("a load sweep",),
+        )
+    if served < SERVED_SHARE * offered:
+        return Finding(
+            "saturation",
+            "problem",
+            evidence,
+            f"the server completes {served:.3g} requests/s but {offered:.3g} arrive: "
+            "the queue grows for as long as the load lasts",
+            ("continuous batching", "quantisation", "tensor parallelism"),
+        )
+    return Finding("saturation", "ok", evidence, "the server keeps up with the offered load")
+
+
+def diagnose(
+    log: RequestLog | pd.DataFrame,
+    model: Model | None = None,
+    gpu: GPU | None = None,
+    engine: Any = None,
+    slo: dict[str, float] | None = None,
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> Diagnosis:
+    """Run chapter 7's troubleshooting procedure on a request log.
+
+    ``model``/``gpu`` (and ``n_gpus``, dtypes, ``engine`` for its block size and memory
+    utilisation) let the memory and decode steps compare the log with chapters 2 and 4; ``slo``
+    maps ``ttft_s``/``tpot_s`` to targets in seconds (default ``DEFAULT_SLO``). Returns a
+    ``Diagnosis`` whose findings follow ``STEPS``.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    if not isinstance(log, RequestLog):
+        from llminfer.logs import read_requests
+
+        log = read_requests(log)
+    if model is not None and not isinstance(model, Model):
+        raise ValueError(f"model={model!r} must be a Model (see llminfer.get_model)")
+    if gpu is not None and not isinstance(gpu, GPU):
+        raise ValueError(f"gpu={gpu!r} must be a GPU (see llminfer.get_gpu)")
+    targets = dict(DEFAULT_SLO)
+    for key, value in (slo or {}).items():
+        if key not in ("ttft_s", "tpot_s", "e2e_s"):
+            raise ValueError(f"slo key {key!r} must be one of ttft_s, tpot_s, e2e_s")
+        if not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"slo[{key!r}]={value!r} must be a positive number of seconds")
+        targets[key] = float(value)
+    if len(log.requests) == 0:
+        raise ValueError("log holds no requests")
+
+    m = request_metrics(log)
+    ok = (m["status"] == "ok").to_numpy()
+    load = in_flight_at_arrival(m["start_ts"].to_numpy(float), m["end_ts"].to_numpy(float))
+    workload_finding, workload = _workload(m, ok)
+    findings = [workload_finding, _failures(m, ok)]
+    notes = []
+    if ok.sum() < 3:
+        for step in STEPS[2:]:
+            findings.append(
+                Finding(step, "cant_tell", {}, "too few successful requests",
+                        missing=("successful requests",))  # fmt: skip
+            )
+        return Diagnosis(findings, targets, notes)
+    closed_loop = not math.isfinite(workload["offered_rps"])
+    findings += [
+        _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype),
+        _queueing(m, ok, targets, load),
+        _prefill(m, ok, targets, model, gpu, n_gpus, weight_dtype, kv_dtype),
+        _decode(m, ok, targets, load, model, gpu, n_gpus, weight_dtype, kv_dtype),
+        _saturation(m, ok, workload, closed_loop),
+    ]
+    if model is None or gpu is None:
+        notes.append("(pass model= and gpu= to compare with the memory budget and the floors)")
+    return Diagnosis(findings, targets, notes)
