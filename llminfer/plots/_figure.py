@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from matplotlib.figure import Figure
 
 #: Colours used for the same quantity in every chapter, so a reader learns them once.
@@ -19,8 +21,30 @@ COLORS = {
 }
 
 
+def figure_png(fig: Figure, dpi: int = 90) -> bytes:
+    """Render a Figure to PNG bytes (no pyplot, no kernel needed)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+class NotebookFigure(Figure):
+    """A matplotlib Figure that shows itself as PNG when it is a notebook cell's result.
+
+    Plots never touch pyplot (no global figure registry, nothing shown twice), so the inline
+    backend's display hook does not apply; ``_repr_png_`` is IPython's own protocol.
+    """
+
+    def _repr_png_(self) -> bytes:
+        return figure_png(self)
+
+    def __repr__(self) -> str:
+        width, height = self.get_size_inches()
+        return f"<Figure {width:g}x{height:g} in, {len(self.axes)} axes>"
+
+
 def new_figure(width: float = 7.0, height: float = 4.0, nrows: int = 1, ncols: int = 1):
-    """A matplotlib Figure with constrained layout and its axes (not registered with pyplot)."""
-    fig = Figure(figsize=(width, height), layout="constrained")
+    """A NotebookFigure with constrained layout and its axes (not registered with pyplot)."""
+    fig = NotebookFigure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=True)
     return fig, axes

@@ -41,12 +41,13 @@ def memory_bar(
             left += value
         ax.plot([plan.memory_bytes / 1e9] * 2, [row - 0.45, row + 0.45], color="black", lw=1.5)
         verdict = "fits" if plan.fits else "does NOT fit"
-        ax.text(left / 1e9, row, f"  {verdict}", va="center", fontsize=9)
+        detail = f"{plan.concurrency} × {plan.context_tokens:,} tok; max {plan.max_concurrency:.1f}"
+        ax.text(left / 1e9, row, f"  {verdict}\n  {detail}", va="center", fontsize=8)
     ax.set_yticks(range(len(plans)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("memory per GPU (GB = 10⁹ bytes); black line = the GPU's memory")
-    handles, names = ax.get_legend_handles_labels()
-    ax.legend(handles, names, loc="lower right", fontsize=8, ncols=5)
+    fig.legend(loc="outside lower center", fontsize=8, ncols=5)
+    ax.margins(x=0.25)
     ax.set_title("Weights first, the rest belongs to the KV cache")
     return fig
 

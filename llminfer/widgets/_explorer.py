@@ -10,18 +10,12 @@ shows it in place of the result.
 from __future__ import annotations
 
 import html
-import io
 from typing import Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
-
-def figure_png(fig: Figure) -> bytes:
-    """Render a Figure to PNG bytes (no pyplot, no kernel needed)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
+from llminfer.plots._figure import figure_png
 
 
 class Explorer:
