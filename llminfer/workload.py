@@ -14,7 +14,6 @@ the rate of a workload leaves its lengths unchanged: a sweep compares like with 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -282,7 +281,7 @@ def sample_lengths(spec: object, n: int, seed: int = 0, name: str = "tokens") ->
     return as_length_distribution(spec, name).sample(n, np.random.default_rng(seed))
 
 
-__all__: Sequence[str] = [
+__all__ = [
     "Empirical",
     "Fixed",
     "LogNormal",
