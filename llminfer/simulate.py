@@ -42,8 +42,9 @@ from llminfer.memory import plan_memory
 from llminfer.models import Model
 from llminfer.workload import Workload
 
-#: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens) -> seconds
-StepTime = Callable[[int, int, int, int], float]
+#: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens,
+#:  prefill_cached_tokens) -> seconds, as ``llminfer.roofline.StepTimer`` takes them.
+StepTime = Callable[[int, int, int, int, int], float]
 
 POLICIES = ("continuous", "static")
 
@@ -111,7 +112,8 @@ class SimResult:
       ``preemptions``, ``cached_prefix_tokens`` and ``prefix_group``; ``log`` is the same data
       as a ``llminfer.logs.RequestLog``.
     - ``steps``: one row per engine step: ``time`` (start, s), ``duration_s``, ``batch_size``,
-      ``prefill_tokens``, ``decode_seqs``, ``kv_blocks`` (in use), ``waiting``.
+      ``prefill_tokens``, ``decode_seqs``, ``kv_blocks`` (in use at the step), ``waiting``
+      (queue length) and ``output_tokens`` (tokens the step produced).
     - ``preemptions``: total recompute preemptions; ``capacity_blocks``: KV blocks available.
 
     Introduced in: notebooks/05_optimizations.ipynb
@@ -186,8 +188,9 @@ def simulate(
     """Serve ``workload`` with ``model`` on ``n_gpus`` × ``gpu`` and record every request and step.
 
     ``step_time`` replaces the roofline step cost (a callable taking prefill tokens, attended
-    pairs, decoding sequences and their context tokens, returning seconds), e.g. to replay a
-    measured profile; ``capacity_blocks`` replaces the KV capacity from ``plan_memory``.
+    pairs, decoding sequences, their context tokens and the cached tokens prompt chunks attend
+    to, returning seconds), e.g. to replay a measured profile; ``capacity_blocks`` replaces the
+    KV capacity from ``plan_memory``.
     Deterministic for a given workload seed.
 
     Introduced in: notebooks/05_optimizations.ipynb
@@ -294,6 +297,7 @@ class _Engine:
         self.rec_decode: list[int] = []
         self.rec_blocks: list[int] = []
         self.rec_waiting: list[int] = []
+        self.rec_tokens: list[int] = []
 
     # --- blocks ---------------------------------------------------------------------------
 
@@ -541,12 +545,12 @@ class _Engine:
     def _run_step(self, batch: list[tuple[int, int]], decode: bool) -> None:
         n_decode = len(self.decoding) if decode else 0
         context = self.sum_base + n_decode * self.decode_counter if decode else 0
-        prefill_tokens = 0
-        attended = 0
+        prefill_tokens = attended = cached = 0
         for i, chunk in batch:
             attended += self.attended(chunk, self.computed[i])
             prefill_tokens += chunk
-        duration = self.step_time(prefill_tokens, attended, n_decode, context)
+            cached += self.computed[i]
+        duration = self.step_time(prefill_tokens, attended, n_decode, context, cached)
         self.rec_time.append(self.t)
         self.rec_dur.append(duration)
         self.rec_batch.append(len(batch) + n_decode)
@@ -554,6 +558,7 @@ class _Engine:
         self.rec_decode.append(n_decode)
         self.rec_blocks.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
         self.rec_waiting.append(len(self.waiting))
+        produced = n_decode
         self.t += duration
         t_end = self.t
         if decode:
@@ -577,6 +582,7 @@ class _Engine:
             self.prefilling.remove(i)
             self._share_prefix(i)
             self.gen[i] += 1
+            produced += 1
             if math.isnan(self.first[i]):
                 self.first[i] = t_end
             if self.gen[i] >= self.output[i]:
@@ -591,6 +597,7 @@ class _Engine:
             self._finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
             heapq.heappush(self.finish_heap, (self._finish_at[i], self.epoch[i], i))
             self._push_block_event(i)
+        self.rec_tokens.append(produced)
 
     def _share_prefix(self, i: int) -> None:
         """After a miss computed its prompt, its full prefix blocks become the group's cache."""
@@ -631,6 +638,7 @@ class _Engine:
                 "decode_seqs": self.rec_decode,
                 "kv_blocks": self.rec_blocks,
                 "waiting": self.rec_waiting,
+                "output_tokens": self.rec_tokens,
             }
         )
         return SimResult(
