@@ -31,8 +31,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -652,4 +652,128 @@ class _Engine:
         )
 
 
-__all__ = ["EngineConfig", "SimResult", "kv_capacity_blocks", "simulate"]
+def _loads(rates, concurrencies) -> tuple[str, list]:
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    values = list(values)
+    if not values:
+        raise ValueError(f"{kind} list is empty; give at least one load")
+    return kind, values
+
+
+def sweep(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    engine: EngineConfig = EngineConfig(),
+    percentiles: Sequence[float] = (50, 90, 99),
+    slo: dict[str, float] | None = None,
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
+
+    One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
+    ``mean_batch`` (sequences per decode step) and every field of
+    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...). The same
+    seed draws the same lengths at every load, so rows differ only in load.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    from llminfer.metrics import summarize
+
+    kind, values = _loads(rates, concurrencies)
+    rows = []
+    for value in values:
+        if kind == "rate":
+            point = replace(workload, rate=value, concurrency=None)
+        else:
+            point = replace(workload, rate=None, concurrency=value)
+        result = simulate(point, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+        rows.append(
+            {
+                kind: value,
+                "preemptions": result.preemptions,
+                "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+                **summary,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The highest load meeting an SLO: ``load`` (None when even the lowest fails), its
+    ``row`` of the sweep, and the whole sweep ``table`` with a ``meets_slo`` column.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+
+    kind: str
+    load: float | None
+    row: pd.Series | None
+    table: pd.DataFrame
+    slo: dict[str, float]
+    percentile: float
+
+
+def max_goodput(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    slo: dict[str, float],
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    percentile: float = 99,
+    engine: EngineConfig = EngineConfig(),
+    **simulate_kwargs,
+) -> Goodput:
+    """The highest load whose ``percentile`` of every SLO metric meets its target.
+
+    ``slo`` maps ``ttft_s``, ``tpot_s`` or ``e2e_s`` to seconds, e.g. ``{"ttft_s": 0.5,
+    "tpot_s": 0.05}`` with ``percentile=99`` asks for p99 TTFT ≤ 0.5 s and p99 TPOT ≤ 50 ms.
+    Loads are the given grid; the answer is the highest grid point that passes.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if not isinstance(slo, dict) or not slo:
+        raise ValueError(f"slo={slo!r} must be a dict such as {{'ttft_s': 0.5}}")
+    kind, values = _loads(rates, concurrencies)
+    table = sweep(
+        workload,
+        model,
+        gpu,
+        rates=values if kind == "rate" else None,
+        concurrencies=values if kind == "concurrency" else None,
+        engine=engine,
+        percentiles=(50, percentile),
+        slo=slo,
+        **simulate_kwargs,
+    )
+    stat = f"p{percentile:g}"
+    passes = np.ones(len(table), dtype=bool)
+    for metric, target in slo.items():
+        column = table[f"{metric}_{stat}"].to_numpy(dtype=float)
+        passes &= np.nan_to_num(column, nan=0.0) <= target
+    table["meets_slo"] = passes
+    good = table[passes]
+    if good.empty:
+        return Goodput(kind, None, None, table, dict(slo), percentile)
+    best = good.loc[good[kind].idxmax()]
+    return Goodput(kind, float(best[kind]), best, table, dict(slo), percentile)
+
+
+__all__ = [
+    "EngineConfig",
+    "Goodput",
+    "SimResult",
+    "Workload",
+    "kv_capacity_blocks",
+    "max_goodput",
+    "simulate",
+    "sweep",
+]

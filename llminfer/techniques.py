@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from llminfer.memory import allocated_kv_tokens, kv_cache_bytes, kv_utilization
+from llminfer.hardware import GPU
+from llminfer.memory import allocated_kv_tokens, kv_cache_bytes, kv_utilization, weight_bytes
 from llminfer.models import Model
 from llminfer.workload import sample_lengths
 
@@ -310,3 +311,210 @@ def kv_transfer_seconds(
     """
     link_bandwidth = _check_positive("link_bandwidth", link_bandwidth)
     return kv_cache_bytes(model, prompt_tokens, kv_dtype, tp=n_gpus) / link_bandwidth
+
+
+def disaggregation_table(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: Sequence[int],
+    links: dict[str, float] | None = None,
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> pd.DataFrame:
+    """KV transfer time against prefill time, per prompt length and link.
+
+    Separating prefill and decode onto different GPUs removes prefill's interference with
+    decoding (a colocated step that prefills a prompt stalls every decoding sequence for
+    ``prefill_s``), at the price of shipping the prompt's KV cache (``kv_transfer_seconds``)
+    before the first decode. ``links`` maps a name to bytes/s per direction; by default the
+    GPU's own interconnect and PCIe. Columns: prompt_tokens, link, kv_bytes, transfer_s,
+    prefill_s, transfer_over_prefill (below 1: the copy is cheaper than the prefill stall it
+    removes from the decode GPU).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.roofline import attended_pairs, step_timer
+
+    if links is None:
+        links = {
+            name: bw
+            for name, bw in (
+                ("NVLink", gpu.interconnect_bandwidth),
+                ("PCIe", gpu.pcie_bandwidth),
+            )
+            if bw
+        }
+    if not links:
+        raise ValueError(f"links: {gpu.name} lists no link; pass links={{'name': bytes_per_s}}")
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    rows = []
+    for prompt in prompt_tokens:
+        prompt = _check_int("prompt_tokens", prompt, 1)
+        prefill = timer(prompt, attended_pairs(prompt, 0), 0, 0)
+        kv = kv_cache_bytes(model, prompt, kv_dtype, tp=n_gpus)
+        for name, bandwidth in links.items():
+            transfer = kv_transfer_seconds(model, prompt, bandwidth, kv_dtype, n_gpus)
+            rows.append(
+                {
+                    "prompt_tokens": prompt,
+                    "link": name,
+                    "kv_bytes": kv,
+                    "transfer_s": transfer,
+                    "prefill_s": prefill,
+                    "transfer_over_prefill": transfer / prefill,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- quantisation ----------------------------------------------------------------------------
+
+
+def quantization_table(
+    model: Model,
+    gpu: GPU,
+    dtypes: Sequence[str] = ("bf16", "fp8", "int8", "int4"),
+    n_gpus: int = 1,
+    kv_dtype: str = "bf16",
+    context_tokens: int = 4096,
+    group_size: int | None = 128,
+) -> pd.DataFrame:
+    """Weight bytes, decode floor and KV capacity for each weight format.
+
+    Assumptions: weights are ``memory.weight_bytes`` (int4/int8/fp8 carry one 2-byte scale per
+    ``group_size`` weights); the TPOT floor is one decode step of one sequence with
+    ``context_tokens`` cached tokens at 100 % of the GPU's bandwidth and FLOP/s
+    (``roofline.step_timer`` with ideal efficiency), so fewer weight bytes mean a lower floor;
+    KV capacity is ``plan_memory``'s, so the bytes weights give up become KV cache. Accuracy is
+    not modelled. Columns: dtype, bits_per_weight, weight_bytes (per GPU), tpot_floor_s,
+    kv_capacity_tokens, freed_kv_tokens (vs the first dtype), fits.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.memory import plan_memory
+    from llminfer.roofline import IDEAL, step_timer
+
+    rows = []
+    for dtype in dtypes:
+        total = weight_bytes(model, dtype, group_size)
+        plan = plan_memory(model, gpu, n_gpus, dtype, kv_dtype, context_tokens=context_tokens)
+        timer = step_timer(model, gpu, n_gpus, dtype, kv_dtype, efficiency=IDEAL)
+        rows.append(
+            {
+                "dtype": dtype,
+                "bits_per_weight": 8 * total / model.n_params,
+                "weight_bytes": total / n_gpus,
+                "tpot_floor_s": timer(0, 0, 1, context_tokens),
+                "kv_capacity_tokens": plan.capacity_tokens,
+                "fits": plan.kv_budget_bytes > 0,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["freed_kv_tokens"] = table["kv_capacity_tokens"] - table["kv_capacity_tokens"].iloc[0]
+    return table
+
+
+# --- prefix caching: TTFT ------------------------------------------------------------------
+
+
+def prefix_cache_ttft(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: int,
+    shared_prefix_tokens: int,
+    hit_rate: float,
+    block_size: int = 16,
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> dict[str, float]:
+    """Prefill time (TTFT without queueing) with and without a prefix-cache hit, in seconds.
+
+    A hit prefills only the uncached tail: ``prompt − cached`` new tokens attending to
+    themselves and to the ``cached`` tokens read from the KV cache; a miss prefills the whole
+    prompt. ``expected_s`` mixes them at ``hit_rate``. Returns ``miss_s``, ``hit_s``,
+    ``expected_s``, ``cached_tokens``, ``speedup`` (miss ÷ expected).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.roofline import attended_pairs, step_timer
+
+    hit_rate = _check_probability("hit_rate", hit_rate)
+    cached = cached_prefix_tokens(prompt_tokens, shared_prefix_tokens, block_size)
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    miss = timer(prompt_tokens, attended_pairs(prompt_tokens, 0), 0, 0)
+    new = prompt_tokens - cached
+    hit = timer(new, attended_pairs(new, cached), 0, 0, cached)
+    expected = hit_rate * hit + (1 - hit_rate) * miss
+    return {
+        "cached_tokens": cached,
+        "miss_s": miss,
+        "hit_s": hit,
+        "expected_s": expected,
+        "speedup": miss / expected,
+    }
+
+
+# --- tensor parallelism ----------------------------------------------------------------------
+
+
+def tensor_parallel_table(
+    model: Model,
+    gpu: GPU,
+    n_gpus: Sequence[int] = (1, 2, 4, 8),
+    batch: int = 1,
+    context_tokens: int = 1024,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> pd.DataFrame:
+    """Per-token decode time versus GPU count, over NVLink and over PCIe.
+
+    Each GPU does 1/n of the FLOPs and reads 1/n of the weights, but every layer ends in two
+    all-reduces of the activations (after attention and after the MLP) whose time does not
+    shrink with n (``roofline.StepTimer`` counts them, not overlapped). "PCIe" is the same GPU
+    with its NVLink removed. Columns: link, n_gpus, compute_s, memory_s, comm_s, step_s,
+    speedup (vs 1 GPU on that link, or the fewest GPUs listed), efficiency (speedup ÷ n
+    relative to that baseline), fits (weights leave KV room).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from dataclasses import replace
+
+    from llminfer.memory import plan_memory
+    from llminfer.roofline import step_timer
+
+    batch = _check_int("batch", batch, 1)
+    links = {}
+    if gpu.interconnect_bandwidth:
+        links["NVLink"] = gpu
+    if gpu.pcie_bandwidth:
+        links["PCIe"] = replace(gpu, interconnect_bandwidth=None)
+    if not links:
+        raise ValueError(f"gpu={gpu.name!r} lists no GPU-to-GPU link")
+    counts = sorted(_check_int("n_gpus", n, 1) for n in n_gpus)
+    rows = []
+    for link, chip in links.items():
+        for n in counts:
+            timer = step_timer(model, chip, n, weight_dtype, kv_dtype)
+            compute, memory, comm = timer.breakdown(0, 0, batch, batch * context_tokens)
+            plan = plan_memory(
+                model, chip, n, weight_dtype, kv_dtype, context_tokens=context_tokens
+            )
+            rows.append(
+                {
+                    "link": link,
+                    "n_gpus": n,
+                    "compute_s": compute,
+                    "memory_s": memory,
+                    "comm_s": comm,
+                    "step_s": max(compute, memory) + comm,
+                    "fits": plan.kv_budget_bytes > 0,
+                }
+            )
+    table = pd.DataFrame(rows)
+    first = table.groupby("link")["step_s"].transform("first")
+    base_n = counts[0]
+    table["speedup"] = first / table["step_s"]
+    table["efficiency"] = table["speedup"] / (table["n_gpus"] / base_n)
+    return table
