@@ -336,6 +336,38 @@ def sweep(
     return pd.DataFrame(rows)
 
 
+def compare_engines(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engines: dict[str, EngineConfig],
+    percentiles: Sequence[float] = (50, 90, 99),
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Serve the same ``workload`` with each labelled engine; one row per label (the index)
+    with ``preemptions``, ``mean_batch``, ``cached_share`` (prompt tokens served from the
+    prefix cache) and the ``summarize(...).to_dict()`` fields.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.metrics import summarize
+
+    if not engines:
+        raise ValueError("engines must map at least one label to an EngineConfig")
+    rows = {}
+    for label, engine in engines.items():
+        result = simulate(workload, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        requests = result.requests
+        rows[label] = {
+            "preemptions": result.preemptions,
+            "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+            "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
+            **summarize(result.log, percentiles=percentiles).to_dict(),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
 @dataclass(frozen=True)
 class Goodput:
     """The highest load meeting an SLO: ``load`` (None when even the lowest fails), its
@@ -399,6 +431,7 @@ __all__ = [
     "SimResult",
     "Workload",
     "best_load",
+    "compare_engines",
     "knee",
     "kv_capacity_blocks",
     "max_goodput",

@@ -6,5 +6,25 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 
 from llminfer.widgets._explorer import Explorer
 from llminfer.widgets.memory import MemoryExplorer
+from llminfer.widgets.simulate import BatchingExplorer, LoadExplorer
+from llminfer.widgets.techniques import (
+    DisaggregationExplorer,
+    PagingExplorer,
+    PrefixCacheExplorer,
+    QuantizationExplorer,
+    SpeculativeExplorer,
+    TensorParallelExplorer,
+)
 
-__all__ = ["Explorer", "MemoryExplorer"]
+__all__ = [
+    "BatchingExplorer",
+    "DisaggregationExplorer",
+    "Explorer",
+    "LoadExplorer",
+    "MemoryExplorer",
+    "PagingExplorer",
+    "PrefixCacheExplorer",
+    "QuantizationExplorer",
+    "SpeculativeExplorer",
+    "TensorParallelExplorer",
+]
