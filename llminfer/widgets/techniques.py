@@ -44,8 +44,9 @@ class QuantizationExplorer(Explorer):
 
     def describe(self, table: pd.DataFrame) -> str:
         rows = [
-            f"{r.dtype}: {r.weight_bytes / 1e9:.1f} GB/GPU, TPOT ≥ {format_duration(r.tpot_floor_s)}"
-            f", KV {r.kv_capacity_tokens:,} tokens{'' if r.fits else ' (does not fit)'}"
+            f"{r.dtype}: {r.weight_bytes / 1e9:.1f} GB/GPU, "
+            f"TPOT ≥ {format_duration(r.tpot_floor_s)}, KV {r.kv_capacity_tokens:,} tokens"
+            + ("" if r.fits else " (does not fit)")
             for r in table.itertuples()
         ]
         return "<br>".join(html.escape(r) for r in rows)
