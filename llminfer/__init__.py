@@ -17,14 +17,18 @@ from llminfer.memory import (
 )
 from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, simulate, sweep
 from llminfer.units import bytes_per_element, format_bytes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "GPU",
+    "EngineConfig",
     "MemoryPlan",
     "Model",
+    "SimResult",
+    "Workload",
     "bytes_per_element",
     "format_bytes",
     "get_gpu",
@@ -36,6 +40,9 @@ __all__ = [
     "list_gpus",
     "list_models",
     "max_concurrency",
+    "max_goodput",
     "plan_memory",
+    "simulate",
+    "sweep",
     "weight_bytes",
 ]
