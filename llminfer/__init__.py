@@ -17,7 +17,10 @@ from llminfer.memory import (
 )
 from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
-from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, simulate, sweep
+
+# The simulate() function stays in llminfer.simulate: re-exporting it here would shadow the
+# submodule, so `from llminfer import simulate` always gives the module.
+from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, sweep
 from llminfer.units import bytes_per_element, format_bytes
 
 __version__ = "0.1.0"
@@ -42,7 +45,6 @@ __all__ = [
     "max_concurrency",
     "max_goodput",
     "plan_memory",
-    "simulate",
     "sweep",
     "weight_bytes",
 ]
