@@ -1,16 +1,27 @@
 """The serving simulator: invariants, agreement with chapter 2's estimate, policies, bad input."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from llminfer.roofline import estimate_latency
 
 from llminfer import get_gpu, get_model
-from llminfer.roofline import estimate_latency
-from llminfer.simulate import EngineConfig, Workload, kv_capacity_blocks, simulate
+from llminfer.simulate import (
+    EngineConfig,
+    Workload,
+    best_load,
+    compare_engines,
+    knee,
+    kv_capacity_blocks,
+    max_goodput,
+    simulate,
+    sweep,
+)
 from llminfer.workload import Empirical, LogNormal, Uniform
 
 LLAMA8 = get_model("llama-3.1-8b")
@@ -35,8 +46,7 @@ def _check_invariants(result, workload):
     assert result.steps.prefill_tokens.sum() >= (req.input_tokens - req.cached_prefix_tokens).sum()
     if result.preemptions == 0:
         assert (
-            result.steps.prefill_tokens.sum()
-            == (req.input_tokens - req.cached_prefix_tokens).sum()
+            result.steps.prefill_tokens.sum() == (req.input_tokens - req.cached_prefix_tokens).sum()
         )
     assert result.preemptions == req.preemptions.sum()
     # KV blocks in use never exceed capacity; the batch respects max_num_seqs
@@ -192,7 +202,9 @@ def test_prefix_caching_never_raises_ttft(rate, chunked):
     )
     base = EngineConfig(chunked_prefill=chunked)
     off = simulate(workload, LLAMA8, H100, base).requests
-    on = simulate(workload, LLAMA8, H100, EngineConfig(prefix_caching=True, chunked_prefill=chunked))
+    on = simulate(
+        workload, LLAMA8, H100, EngineConfig(prefix_caching=True, chunked_prefill=chunked)
+    )
     on = on.requests
     ttft_off, ttft_on = off.first_token_ts - off.start_ts, on.first_token_ts - on.start_ts
     assert ttft_on.mean() <= ttft_off.mean()
@@ -308,3 +320,73 @@ def test_requests_too_long_for_the_model_or_the_cache_are_refused():
         simulate(Workload(1, rate=1, prompt_tokens=2000), LLAMA8, H100, capacity_blocks=10)
     with pytest.raises(ValueError, match="no KV cache"):
         simulate(Workload(1, rate=1), get_model("llama-3.1-70b"), H100)
+
+
+# --- sweeps and goodput (chapter 3) -------------------------------------------------------
+
+SWEEP_WORKLOAD = Workload(
+    400, rate=1.0, prompt_tokens=LogNormal(800, 0.8, high=8000), output_tokens=(50, 400), seed=2
+)
+RATES = [1, 2, 4, 8, 16, 32, 64]
+
+
+@pytest.fixture(scope="module")
+def rate_sweep():
+    return sweep(SWEEP_WORKLOAD, LLAMA8, H100, rates=RATES, slo={"ttft_s": 0.5})
+
+
+def test_sweep_throughput_rises_then_flattens_while_latency_climbs(rate_sweep):
+    tps = rate_sweep.output_tps.to_numpy()
+    assert tps[-1] > 5 * tps[0]
+    assert tps[-1] < 1.25 * tps[-2]  # flattened at the top
+    ttft = rate_sweep.ttft_s_p99.to_numpy()
+    assert ttft[-1] > 10 * ttft[0]
+    assert rate_sweep.mean_batch.is_monotonic_increasing
+    assert knee(rate_sweep) in RATES[2:]
+
+
+def test_sweep_rows_are_the_metrics_summary(rate_sweep):
+    point = simulate(replace(SWEEP_WORKLOAD, rate=8), LLAMA8, H100)
+    summary = point.summary(percentiles=(50, 90, 99), slo={"ttft_s": 0.5}).to_dict()
+    row = rate_sweep.set_index("rate").loc[8]
+    for key in ("output_tps", "rps", "ttft_s_p99", "tpot_s_p50", "goodput_rps"):
+        assert row[key] == pytest.approx(summary[key])
+    assert point.log.requests.shape[0] == SWEEP_WORKLOAD.n_requests
+
+
+def test_max_goodput_is_the_highest_rate_meeting_the_slo(rate_sweep):
+    slo = {"ttft_s": 0.5, "tpot_s": 0.03}
+    result = max_goodput(SWEEP_WORKLOAD, LLAMA8, H100, slo, rates=RATES, percentile=99)
+    table = result.table.set_index("rate")
+    passing = [
+        r for r in RATES if table.loc[r, "ttft_s_p99"] <= 0.5 and table.loc[r, "tpot_s_p99"] <= 0.03
+    ]
+    assert passing and result.load == max(passing)
+    assert result.load < max(RATES)  # the highest throughput is not allowed
+    assert best_load(rate_sweep, {"ttft_s": 1e-6}) is None
+    strict = max_goodput(SWEEP_WORKLOAD, LLAMA8, H100, {"ttft_s": 1e-6}, rates=[1, 2])
+    assert strict.load is None and not strict.table.meets_slo.any()
+
+
+def test_closed_loop_sweep():
+    workload = Workload(200, concurrency=1, prompt_tokens=512, output_tokens=(20, 200))
+    table = sweep(workload, LLAMA8, H100, concurrencies=[1, 4, 16, 64])
+    assert table.output_tps.is_monotonic_increasing
+    assert table.tpot_s_p50.is_monotonic_increasing
+
+
+def test_compare_engines_labels_rows():
+    workload = Workload(
+        100, rate=20, prompt_tokens=1000, output_tokens=50, shared_prefix_tokens=512
+    )
+    table = compare_engines(
+        workload,
+        LLAMA8,
+        H100,
+        {"plain": EngineConfig(), "prefix": EngineConfig(prefix_caching=True)},
+    )
+    assert list(table.index) == ["plain", "prefix"]
+    assert table.loc["plain", "cached_share"] == 0
+    assert table.loc["prefix", "cached_share"] == pytest.approx(512 / 1000, rel=0.05)
+    with pytest.raises(ValueError, match="rates"):
+        sweep(workload, LLAMA8, H100)
