@@ -14,8 +14,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers often run as root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(ALLOW_ROOT)
 
 # ruff, the unit tests and strict nbval over every notebook. pytest exits 5 when it ran no
 # test, and make fails on any non-zero exit, so "no test ran" is a failure.

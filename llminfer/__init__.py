@@ -4,7 +4,8 @@ Importing llminfer runs nothing and pulls in neither matplotlib nor ipywidgets; 
 only with ``llminfer.plots`` and ``llminfer.widgets``.
 """
 
-from llminfer.hardware import GPU
+from llminfer.flash import attention_hbm_bytes
+from llminfer.hardware import GPU, measure_machine
 from llminfer.memory import (
     MemoryPlan,
     kv_bytes_per_token,
@@ -17,6 +18,18 @@ from llminfer.memory import (
 )
 from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.roofline import (
+    Cost,
+    Estimate,
+    StepTimer,
+    arithmetic_intensity,
+    attended_pairs,
+    bound,
+    estimate_latency,
+    ridge_point,
+    step_cost,
+    step_timer,
+)
 
 # The simulate() function stays in llminfer.simulate: re-exporting it here would shadow the
 # submodule, so `from llminfer import simulate` always gives the module.
@@ -27,12 +40,20 @@ __version__ = "0.1.0"
 
 __all__ = [
     "GPU",
+    "Cost",
     "EngineConfig",
+    "Estimate",
     "MemoryPlan",
     "Model",
     "SimResult",
+    "StepTimer",
     "Workload",
+    "arithmetic_intensity",
+    "attended_pairs",
+    "attention_hbm_bytes",
+    "bound",
     "bytes_per_element",
+    "estimate_latency",
     "format_bytes",
     "get_gpu",
     "get_model",
@@ -44,7 +65,11 @@ __all__ = [
     "list_models",
     "max_concurrency",
     "max_goodput",
+    "measure_machine",
     "plan_memory",
+    "ridge_point",
+    "step_cost",
+    "step_timer",
     "sweep",
     "weight_bytes",
 ]

@@ -38,6 +38,7 @@ import pandas as pd
 from llminfer.hardware import GPU
 from llminfer.memory import plan_memory
 from llminfer.models import Model
+from llminfer.roofline import attended_pairs, step_timer
 from llminfer.scheduler import Scheduler
 from llminfer.workload import Workload
 
@@ -194,8 +195,6 @@ def simulate(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.roofline import attended_pairs, step_timer
-
     if not isinstance(workload, Workload):
         raise ValueError(f"workload={workload!r} must be a llminfer.simulate.Workload")
     if not isinstance(engine, EngineConfig):

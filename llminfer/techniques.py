@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
-from llminfer.memory import allocated_kv_tokens, kv_cache_bytes, kv_utilization, weight_bytes
+from llminfer.memory import (
+    allocated_kv_tokens,
+    kv_cache_bytes,
+    kv_utilization,
+    plan_memory,
+    weight_bytes,
+)
 from llminfer.models import Model
+from llminfer.roofline import IDEAL, attended_pairs, step_timer
 from llminfer.workload import sample_lengths
 
 
@@ -334,8 +341,6 @@ def disaggregation_table(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.roofline import attended_pairs, step_timer
-
     if links is None:
         links = {
             name: bw
@@ -392,9 +397,6 @@ def quantization_table(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.memory import plan_memory
-    from llminfer.roofline import IDEAL, step_timer
-
     rows = []
     for dtype in dtypes:
         total = weight_bytes(model, dtype, group_size)
@@ -438,8 +440,6 @@ def prefix_cache_ttft(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.roofline import attended_pairs, step_timer
-
     hit_rate = _check_probability("hit_rate", hit_rate)
     cached = cached_prefix_tokens(prompt_tokens, shared_prefix_tokens, block_size)
     timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
@@ -479,11 +479,6 @@ def tensor_parallel_table(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from dataclasses import replace
-
-    from llminfer.memory import plan_memory
-    from llminfer.roofline import step_timer
-
     batch = _check_int("batch", batch, 1)
     links = {}
     if gpu.interconnect_bandwidth:

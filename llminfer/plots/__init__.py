@@ -3,6 +3,14 @@ none calls ``plt.show()``. Axes say their units. Tests assert on the data behind
 """
 
 from llminfer.plots.memory import concurrency_curve, memory_bar
+from llminfer.plots.roofline import (
+    decode_batch_chart,
+    flash_traffic_chart,
+    gpu_comparison_chart,
+    prefill_chart,
+    request_timeline,
+    roofline_chart,
+)
 from llminfer.plots.simulate import policy_comparison, step_timeline, throughput_latency
 from llminfer.plots.techniques import (
     disaggregation_bars,
@@ -15,12 +23,18 @@ from llminfer.plots.techniques import (
 
 __all__ = [
     "concurrency_curve",
+    "decode_batch_chart",
     "disaggregation_bars",
+    "flash_traffic_chart",
     "fragmentation_bars",
+    "gpu_comparison_chart",
     "memory_bar",
     "policy_comparison",
+    "prefill_chart",
     "prefix_ttft_curve",
     "quantization_bars",
+    "request_timeline",
+    "roofline_chart",
     "speculative_curves",
     "step_timeline",
     "tensor_parallel_curves",

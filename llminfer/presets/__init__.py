@@ -2,7 +2,8 @@
 
 ``models.csv`` and ``gpus.csv`` sit beside this file; each row keeps the source it was taken
 from (model configs, papers, vendor data sheets). GPU figures are stored in data-sheet units
-(GB, GB/s, TFLOP/s, dense) and converted to bytes, bytes/s and FLOP/s on load.
+(GB, GB/s, TFLOP/s dense, KiB of shared memory per SM) and converted to bytes, bytes/s and
+FLOP/s on load.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ _GPU_COLUMNS = {
     "fp32_tflops": ("fp32_flops", 1e12),
     "interconnect_gb_s_per_direction": ("interconnect_bandwidth", 1e9),
     "pcie_gb_s_per_direction": ("pcie_bandwidth", 1e9),
+    "shared_memory_per_sm_kib": ("shared_memory_per_sm", 1024),
 }
 
 
@@ -100,6 +102,7 @@ def _gpu_from_row(key: str) -> GPU:
         field: (float(row[column]) * factor if row[column] else None)
         for column, (field, factor) in _GPU_COLUMNS.items()
     }
+    values["sm_count"] = int(row["sm_count"]) if row["sm_count"] else None
     return GPU(name=row["name"], source=row["source"], **values)
 
 

@@ -6,6 +6,7 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 
 from llminfer.widgets._explorer import Explorer
 from llminfer.widgets.memory import MemoryExplorer
+from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
 from llminfer.widgets.simulate import BatchingExplorer, LoadExplorer
 from llminfer.widgets.techniques import (
     DisaggregationExplorer,
@@ -25,6 +26,8 @@ __all__ = [
     "PagingExplorer",
     "PrefixCacheExplorer",
     "QuantizationExplorer",
+    "RequestJourney",
+    "RooflineExplorer",
     "SpeculativeExplorer",
     "TensorParallelExplorer",
 ]

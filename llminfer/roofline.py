@@ -1,0 +1,769 @@
+"""Chapter 2's cost model: FLOPs and bytes of one forward step, the roofline, and latency.
+
+One forward step of a decoder does some floating-point work (FLOP) and moves some bytes through
+device memory. A GPU finishes it no sooner than ``FLOP ÷ FLOP/s`` and no sooner than
+``bytes ÷ bytes/s``; whichever is longer decides whether the step is compute-bound or
+memory-bound (the roofline model, Williams, Waterman & Patterson, CACM 2009). Prefill pushes
+many tokens through the weights at once (many FLOP per byte); decode pushes one token per
+sequence (few FLOP per byte).
+
+Everything here is per GPU: with tensor parallelism over ``tp`` GPUs each one does ``1/tp`` of
+the FLOPs, reads ``1/tp`` of the weights and exchanges activations with the others.
+
+Counting conventions (all stated in ``step_cost``'s docstring) are shared by ``step_cost``,
+``StepTimer`` and ``estimate_latency``: they go through the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from llminfer.hardware import GPU
+from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
+from llminfer.models import Model
+from llminfer.units import bytes_per_element, check_dtype, format_bytes, format_duration
+
+#: Bytes per activation element: engines keep activations in 16 bits whatever the weights.
+ACTIVATION_BYTES = 2
+#: Latency of one hop of a ring all-reduce, seconds. nccl-tests on a DGX-A100 measured a ring
+#: all-reduce of 8-128 bytes at 10 µs on 2 GPUs and 33.7 µs on 8 GPUs, about 2.4 µs for each of
+#: the 2(n−1) ring steps (github.com/NVIDIA/nccl-tests/issues/123); NVLink SHARP with CUDA
+#: graphs gets ~6 µs on 2 H100s (github.com/NVIDIA/nccl/issues/1259).
+ALLREDUCE_HOP_LATENCY_S = 2.5e-6
+
+PHASES = ("prefill", "decode")
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of a GPU's peaks: ``compute`` of FLOP/s, ``memory`` of bytes/s.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    compute: float
+    memory: float
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "memory"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"efficiency.{name}={value!r} must be a number in (0, 1]")
+            if not 0 < value <= 1:
+                raise ValueError(f"efficiency.{name}={value!r} must be in (0, 1]")
+
+
+#: Default achievable fractions of peak, from published measurements:
+#:
+#: - compute 0.6: the FlashAttention repository's GPT training reaches 189 TFLOP/s per A100,
+#:   "60.6% model FLOPs utilization" (github.com/Dao-AILab/flash-attention README); the
+#:   FlashAttention-2 paper (arXiv:2307.08691) measures its attention forward pass at 50-73 % of
+#:   the A100's peak, against 25-40 % for FlashAttention-1.
+#: - memory 0.8: Nsight Compute on an H100 SXM5 serving a 70B model measured coalesced matrix
+#:   loads at 2.8 TB/s (84 % of 3.35 TB/s) and MLP weight loads at 2.6 TB/s (78 %)
+#:   (mikamirai.com/blog/gpu-memory-bandwidth); decode is mostly such weight streaming.
+#:
+#: Measure your own engine: these are typical, not guaranteed.
+DEFAULT_EFFICIENCY = Efficiency(compute=0.6, memory=0.8)
+IDEAL = Efficiency(compute=1.0, memory=1.0)
+
+
+def as_efficiency(efficiency: Efficiency | float | tuple[float, float] | None) -> Efficiency:
+    """``None`` → ``DEFAULT_EFFICIENCY``; a number → both fractions; a pair → (compute, memory).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if efficiency is None:
+        return DEFAULT_EFFICIENCY
+    if isinstance(efficiency, Efficiency):
+        return efficiency
+    if isinstance(efficiency, (int, float)) and not isinstance(efficiency, bool):
+        return Efficiency(efficiency, efficiency)
+    if isinstance(efficiency, tuple) and len(efficiency) == 2:
+        return Efficiency(*efficiency)
+    raise ValueError(
+        f"efficiency={efficiency!r} must be None, a number in (0, 1], a (compute, memory) pair "
+        "or an Efficiency"
+    )
+
+
+def attended_pairs(new_tokens: int, cached_tokens: int) -> int:
+    """(query, key) pairs causal attention scores when ``new_tokens`` follow ``cached_tokens``.
+
+    Each new token attends to every cached token and to the new tokens up to itself:
+    ``new·cached + new·(new+1)/2``. A 2,048-token prompt: 2,098,176 pairs. One decode token
+    after ``c`` cached ones: ``c + 1``.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    _check_int("new_tokens", new_tokens, 0)
+    _check_int("cached_tokens", cached_tokens, 0)
+    return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) // 2
+
+
+def compute_dtype(weight_dtype: str, gpu: GPU) -> str:
+    """The number format the matrix multiplies run in for ``weight_dtype`` weights on ``gpu``.
+
+    bf16/fp16/fp32 weights compute in their own format; fp8 and fp4 weights use the GPU's fp8
+    or fp4 tensor cores when it has them. int8 and int4 weights are taken as weight-only
+    quantisation (W8A16, W4A16): dequantised and multiplied in 16 bits. A missing 16-bit rate
+    falls back bf16 → fp16 → fp32 (Apple GPUs publish only fp32).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    weight_dtype = check_dtype(weight_dtype, "weight_dtype")
+    supported = gpu.supported_dtypes
+    if weight_dtype in ("fp8", "fp4", "fp16", "fp32", "bf16") and weight_dtype in supported:
+        return weight_dtype
+    for fallback in ("bf16", "fp16", "fp32"):
+        if fallback in supported:
+            return fallback
+    raise ValueError(
+        f"gpu={gpu.name!r} lists no dense matrix-multiply rate (bf16, fp16 or fp32) to compute "
+        f"{weight_dtype} weights with; give it one (e.g. GPU(..., fp32_flops=...))"
+    )
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Work of one forward step on one GPU: FLOP, bytes through device memory, and bytes sent
+    to the other GPUs (tensor parallelism).
+
+    ``memory_bytes`` = weights + KV read + KV written + activations. ``n_allreduce`` counts the
+    all-reduces (two per layer when ``tp > 1``).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    flops: float
+    weight_bytes: float
+    kv_read_bytes: float
+    kv_write_bytes: float
+    activation_bytes: float
+    comm_bytes: float
+    n_allreduce: int
+    tokens: int
+    tp: int
+    weight_dtype: str
+    kv_dtype: str
+    model: str = ""
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes + self.activation_bytes
+
+    def __str__(self) -> str:
+        return (
+            f"{self.flops / 1e12:.3f} TFLOP, {format_bytes(self.memory_bytes, binary=False)} "
+            f"moved (weights {format_bytes(self.weight_bytes, binary=False)}, KV read "
+            f"{format_bytes(self.kv_read_bytes, binary=False)}), "
+            f"{arithmetic_intensity(self):.1f} FLOP/byte"
+        )
+
+
+class _CostModel:
+    """Per-token and per-pair coefficients of one model, dtypes and tensor-parallel degree."""
+
+    def __init__(self, model: Model, weight_dtype: str, kv_dtype: str, tp: int) -> None:
+        if not isinstance(model, Model):
+            raise ValueError(f"model={model!r} must be a Model (see llminfer.get_model)")
+        self.model = model
+        self.weight_dtype = check_dtype(weight_dtype, "weight_dtype")
+        self.kv_dtype = check_dtype(kv_dtype, "kv_dtype")
+        self.tp = _check_int("tp", tp, 1)
+        m = model
+        embed = m.vocab_size * m.hidden_size
+        # Matrix multiplies per token: every active parameter except the embedding table (a
+        # lookup) and the LM head (counted per sampled sequence below), 2 FLOP per parameter.
+        self.linear_flops = 2 * max(0, m.n_active_params - 2 * embed) / tp
+        self.lm_head_flops = 2 * embed / tp
+        if m.kv_lora_rank is not None:  # MLA, absorbed form: scores over the latent + rope key
+            qk_dim, v_dim = m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank
+        else:
+            qk_dim = v_dim = m.head_dim
+        per_pair = 2 * (qk_dim + v_dim) * m.n_heads / tp  # QKᵀ and scores·V
+        self.attn_global = per_pair * m.n_global_layers
+        self.attn_sliding = per_pair * m.n_sliding_layers
+        self.window = m.sliding_window or 0
+        kv_layer = kv_elements_per_token_per_layer(m, tp) * bytes_per_element(self.kv_dtype)
+        self.kv_global = kv_layer * m.n_global_layers
+        self.kv_sliding = kv_layer * m.n_sliding_layers
+        self.kv_all = kv_layer * m.n_layers
+        bytes_per_param = weight_bytes(m.n_params, self.weight_dtype) / m.n_params
+        if m.is_moe:
+            e, k = m.n_experts, m.experts_per_token
+            per_expert = (m.n_params - m.n_active_params) / (e - k) if e > k else 0.0
+            self.shared_weight_bytes = (m.n_params - e * per_expert) * bytes_per_param / tp
+            self.expert_bytes = per_expert * bytes_per_param / tp
+            self.n_experts, self.miss = e, 1 - k / e
+        else:
+            self.shared_weight_bytes = m.n_params * bytes_per_param / tp
+            self.expert_bytes, self.n_experts, self.miss = 0.0, 0, 1.0
+        k_active = m.experts_per_token if m.is_moe else 1
+        q_dim, kv_dim = m.n_heads * m.head_dim, m.n_kv_heads * m.head_dim
+        elements = 10 * m.hidden_size + (2 * q_dim + 2 * kv_dim + 3 * m.intermediate_size) / tp
+        self.activation = elements * k_active * ACTIVATION_BYTES * m.n_layers
+        if tp > 1:
+            self.n_allreduce = 2 * m.n_layers
+            self.comm_per_token = self.n_allreduce * 2 * (tp - 1) / tp * m.hidden_size * 2
+        else:
+            self.n_allreduce, self.comm_per_token = 0, 0.0
+
+    def components(self, pt: int, pa: int, ds: int, dc: int, pc: int) -> tuple:
+        """(flops, weight, kv_read, kv_write, activation, comm bytes, tokens) of one step."""
+        tokens = pt + ds
+        w = self.window
+        flops = self.linear_flops * tokens + self.lm_head_flops * ds
+        flops += self.attn_global * (pa + dc + ds)
+        kv_read = self.kv_global * (dc + pc)
+        if w:
+            flops += self.attn_sliding * (min(pa, pt * w) + min(dc + ds, ds * w))
+            kv_read += self.kv_sliding * (min(dc, ds * w) + min(pc, pt * w))
+        weights = self.shared_weight_bytes
+        if self.n_experts:
+            weights += self.expert_bytes * self.n_experts * (1 - self.miss**tokens)
+        return (
+            flops,
+            weights,
+            kv_read,
+            self.kv_all * tokens,
+            self.activation * tokens,
+            self.comm_per_token * tokens,
+            tokens,
+        )
+
+    def cost(self, pt: int, pa: int, ds: int, dc: int, pc: int = 0) -> Cost:
+        flops, w, kv_r, kv_w, act, comm, tokens = self.components(pt, pa, ds, dc, pc)
+        return Cost(
+            flops=flops,
+            weight_bytes=w,
+            kv_read_bytes=kv_r,
+            kv_write_bytes=kv_w,
+            activation_bytes=act,
+            comm_bytes=comm,
+            n_allreduce=self.n_allreduce if tokens else 0,
+            tokens=tokens,
+            tp=self.tp,
+            weight_dtype=self.weight_dtype,
+            kv_dtype=self.kv_dtype,
+            model=self.model.name,
+        )
+
+
+def _step_counts(batch: int, new_tokens: int, context_tokens: int, phase: str | None) -> tuple:
+    """Map a uniform batch onto the (pt, pa, ds, dc, pc) counts a ``StepTimer`` takes."""
+    _check_int("batch", batch, 1)
+    _check_int("new_tokens", new_tokens, 1)
+    _check_int("context_tokens", context_tokens, 0)
+    if phase is None:
+        phase = "decode" if new_tokens == 1 and context_tokens >= 1 else "prefill"
+    if phase not in PHASES:
+        raise ValueError(f"phase={phase!r} must be one of {', '.join(PHASES)} or None")
+    if phase == "decode":
+        if new_tokens != 1:
+            raise ValueError(f"new_tokens={new_tokens} must be 1 in a decode step")
+        return 0, 0, batch, batch * context_tokens, 0
+    pairs = attended_pairs(new_tokens, context_tokens)
+    return batch * new_tokens, batch * pairs, 0, 0, batch * context_tokens
+
+
+def step_cost(
+    model: Model,
+    batch: int,
+    new_tokens: int,
+    context_tokens: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+    phase: str | None = None,
+) -> Cost:
+    """FLOP, bytes and communication of one forward step, per GPU.
+
+    ``batch`` sequences each push ``new_tokens`` new tokens through the model with
+    ``context_tokens`` tokens already in their KV cache. Prefill: ``new_tokens`` = the prompt,
+    ``context_tokens`` = 0 (or a cached prefix). Decode: ``new_tokens`` = 1 and
+    ``context_tokens`` = the tokens so far. ``phase`` is inferred ("decode" when one new token
+    follows a non-empty cache) unless given.
+
+    Counted (T = tokens in the step, P = attended (query, key) pairs, see ``attended_pairs``):
+
+    - FLOP: ``2 × (active params − 2·vocab·hidden) × T`` for the linear layers (the embedding
+      is a lookup), ``2·vocab·hidden`` per decoding sequence for the LM head (prefill computes
+      logits only for its last token; that one row is left out, < 1 % of any prefill longer
+      than a few dozen tokens), and ``2·(d_qk + d_v)·heads`` per pair per layer for QKᵀ and
+      scores·V (MLA: d_qk = kv_lora_rank + rope dim, d_v = kv_lora_rank).
+    - Weights: all of them, once per step (as the chapter 4 footprint, embedding included).
+      Mixture of experts: the shared part plus the experts the step's T tokens touch, assuming
+      each token picks its k of E experts uniformly and independently:
+      ``E·(1 − (1 − k/E)^T)`` experts per layer on average.
+    - KV cache: read for every cached token, written for every new one; sliding-window layers
+      read at most ``window`` tokens per sequence (capped as ``min(sum, window × count)``,
+      exact for a uniform batch and an upper bound otherwise).
+    - Activations: each linear layer's input read and output written once in 16 bits, plus
+      norms and residual adds: ``(10·h + 2·q + 2·kv + 3·I) × 2 B`` per token per layer.
+    - Tensor parallelism (``tp`` GPUs): FLOP, weights, KV heads and sharded activations ÷ tp;
+      two all-reduces per layer of ``T × h × 2 B``, a ring sending ``2(tp−1)/tp`` of it.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    counts = _step_counts(batch, new_tokens, context_tokens, phase)
+    return _CostModel(model, weight_dtype, kv_dtype, tp).cost(*counts)
+
+
+def arithmetic_intensity(cost: Cost) -> float:
+    """FLOP per byte of device-memory traffic (FLOP/byte): ``cost.flops / cost.memory_bytes``.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if cost.memory_bytes <= 0:
+        raise ValueError("cost moves no bytes; arithmetic intensity is undefined")
+    return cost.flops / cost.memory_bytes
+
+
+def ridge_point(gpu: GPU, dtype: str = "bf16") -> float:
+    """FLOP per byte at which ``gpu``'s compute and bandwidth limits meet (FLOP/byte).
+
+    ``peak FLOP/s ÷ bytes/s``: H100 SXM in BF16, 989.4 TFLOP/s ÷ 3.35 TB/s ≈ 295 FLOP/byte.
+    A step with lower arithmetic intensity is memory-bound.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    return gpu.peak_flops(dtype) / gpu.memory_bandwidth
+
+
+def bound(cost: Cost, gpu: GPU, efficiency: Efficiency | float | tuple | None = 1.0) -> str:
+    """ "compute" or "memory": which limit sets the step's time on ``gpu``.
+
+    With the default ``efficiency=1.0`` this compares arithmetic intensity with the ridge
+    point at peak rates; pass ``efficiency=None`` for the achievable rates of
+    ``DEFAULT_EFFICIENCY``.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    eff = as_efficiency(efficiency)
+    flops_rate = gpu.peak_flops(compute_dtype(cost.weight_dtype, gpu)) * eff.compute
+    t_compute = cost.flops / flops_rate
+    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
+    return "compute" if t_compute >= t_memory else "memory"
+
+
+def _link_bandwidth(gpu: GPU, tp: int) -> float:
+    if tp == 1:
+        return math.inf
+    link = gpu.interconnect_bandwidth or gpu.pcie_bandwidth
+    if link is None:
+        raise ValueError(
+            f"n_gpus={tp}: {gpu.name} lists no GPU-to-GPU link (interconnect or PCIe) to "
+            "all-reduce over; use n_gpus=1"
+        )
+    return link
+
+
+class StepTimer:
+    """Seconds of one engine step on one GPU (of ``n_gpus``), from precomputed coefficients.
+
+    ``timer(prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens)``:
+
+    - ``prefill_tokens``: new prompt tokens processed in the step, all sequences together;
+    - ``prefill_attended``: (query, key) pairs those prompt tokens attend to, summed over
+      sequences (``attended_pairs(new, cached)`` for each);
+    - ``decode_seqs``: sequences producing one token each;
+    - ``decode_context_tokens``: tokens already in those sequences' KV caches, summed;
+    - ``prefill_cached_tokens`` (optional, default 0): cached tokens the prompt chunks attend
+      to (a chunked prefill or a prefix-cache hit), read from the KV cache.
+
+    A step mixing prefill and decode is one forward pass: the weights are read once. Its time
+    is ``max(FLOP ÷ (peak × compute eff.), bytes ÷ (bandwidth × memory eff.)) + all-reduce
+    time``, communication not overlapped. Plain float arithmetic, a few µs per call; it equals
+    ``step_time(step_cost(...), gpu)`` for the same step.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        gpu: GPU,
+        n_gpus: int = 1,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+        efficiency: Efficiency | float | tuple | None = None,
+    ) -> None:
+        _check_int("n_gpus", n_gpus, 1)
+        self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
+        self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
+        self.efficiency = as_efficiency(efficiency)
+        self.compute_dtype = compute_dtype(self._costs.weight_dtype, gpu)
+        self._flops_rate = gpu.peak_flops(self.compute_dtype) * self.efficiency.compute
+        self._bytes_rate = gpu.memory_bandwidth * self.efficiency.memory
+        self._link = _link_bandwidth(gpu, n_gpus)
+        self._allreduce_latency = 2 * (n_gpus - 1) * ALLREDUCE_HOP_LATENCY_S
+
+    def breakdown(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> tuple[float, float, float]:
+        """(compute seconds, memory seconds, communication seconds) of one step."""
+        flops, w, kv_r, kv_w, act, comm, tokens = self._costs.components(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        if not tokens:
+            return 0.0, 0.0, 0.0
+        t_comm = comm / self._link + self._costs.n_allreduce * self._allreduce_latency
+        return flops / self._flops_rate, (w + kv_r + kv_w + act) / self._bytes_rate, t_comm
+
+    def __call__(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> float:
+        t_compute, t_memory, t_comm = self.breakdown(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        return max(t_compute, t_memory) + t_comm
+
+    def cost(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> Cost:
+        """The ``Cost`` of the step this timer times."""
+        return self._costs.cost(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+
+
+def step_timer(
+    model: Model,
+    gpu: GPU,
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> StepTimer:
+    """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+
+
+def step_time(cost: Cost, gpu: GPU, efficiency: Efficiency | float | tuple | None = None) -> float:
+    """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    eff = as_efficiency(efficiency)
+    if not cost.tokens:
+        return 0.0
+    t_compute = cost.flops / (gpu.peak_flops(compute_dtype(cost.weight_dtype, gpu)) * eff.compute)
+    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
+    t_comm = cost.comm_bytes / _link_bandwidth(gpu, cost.tp)
+    t_comm += cost.n_allreduce * 2 * (cost.tp - 1) * ALLREDUCE_HOP_LATENCY_S
+    return max(t_compute, t_memory) + t_comm
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Latency of ``batch`` identical requests served together, in seconds.
+
+    ``ttft_s``: one prefill step of the whole prompt (the first output token comes from it).
+    ``tpot_s``: mean of the N−1 decode steps, step k (k = 1..N−1) attending to prompt + k − 1
+    cached tokens (0 when N = 1). ``e2e_s = ttft_s + (N − 1) · tpot_s``. ``*_bound``: the limit
+    that sets most of that phase's time. ``ideal``: the same at 100 % of every peak.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    model: str
+    gpu: str
+    n_gpus: int
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    prefill_bound: str
+    decode_bound: str
+    prefill_cost: Cost
+    decode_cost: Cost
+    efficiency: Efficiency
+    ideal: Estimate | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens per second per request while decoding (1 / TPOT)."""
+        return 1 / self.tpot_s if self.tpot_s > 0 else math.inf
+
+    def __str__(self) -> str:
+        return (
+            f"{self.model} on {self.gpu}"
+            + (f" ×{self.n_gpus}" if self.n_gpus > 1 else "")
+            + f", batch {self.batch}, {self.prompt_tokens:,} in / {self.output_tokens:,} out: "
+            f"TTFT {format_duration(self.ttft_s)} ({self.prefill_bound}-bound), "
+            f"TPOT {format_duration(self.tpot_s)} ({self.decode_bound}-bound), "
+            f"E2E {format_duration(self.e2e_s)}"
+        )
+
+
+def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimate:
+    pairs = attended_pairs(prompt, 0)
+    t_c, t_m, t_x = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
+    ttft = max(t_c, t_m) + t_x
+    prefill_bound = "compute" if t_c >= t_m else "memory"
+    total = compute_time = memory_time = 0.0
+    for k in range(1, output):
+        t_c, t_m, t_x = timer.breakdown(0, 0, batch, batch * (prompt + k - 1))
+        total += max(t_c, t_m) + t_x
+        if t_c >= t_m:
+            compute_time += t_c
+        else:
+            memory_time += t_m
+    if output == 1:  # no decode step: report the one that would come next
+        t_c, t_m, _ = timer.breakdown(0, 0, batch, batch * prompt)
+        compute_time, memory_time = t_c, t_m
+    tpot = total / (output - 1) if output > 1 else 0.0
+    return Estimate(
+        model=timer.model.name,
+        gpu=timer.gpu.name,
+        n_gpus=timer.n_gpus,
+        batch=batch,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=ttft + (output - 1) * tpot,
+        prefill_bound=prefill_bound,
+        decode_bound="compute" if compute_time >= memory_time else "memory",
+        prefill_cost=timer.cost(batch * prompt, batch * pairs, 0, 0),
+        decode_cost=timer.cost(0, 0, batch, batch * prompt),
+        efficiency=timer.efficiency,
+    )
+
+
+def estimate_latency(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: int,
+    output_tokens: int,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    efficiency: Efficiency | float | tuple | None = None,
+) -> Estimate:
+    """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
+
+    Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
+    steps (see ``Estimate``). ``efficiency`` defaults to ``DEFAULT_EFFICIENCY``; ``.ideal``
+    holds the physical floor at 100 % of the peaks. Queueing and network time are not included.
+    Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
+    ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    _check_int("prompt_tokens", prompt_tokens, 1)
+    _check_int("output_tokens", output_tokens, 1)
+    _check_int("batch", batch, 1)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    ideal_timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    ideal = _estimate(ideal_timer, batch, prompt_tokens, output_tokens)
+    return replace(_estimate(timer, batch, prompt_tokens, output_tokens), ideal=ideal)
+
+
+def decode_crossover_batch(
+    model: Model,
+    gpu: GPU,
+    context_tokens: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    max_batch: int = 65536,
+) -> int | None:
+    """Smallest batch at which a decode step turns compute-bound at peak rates, or None.
+
+    Each sequence holds ``context_tokens`` cached tokens. More sequences share one read of the
+    weights, so intensity rises with batch, but each brings its own KV cache to read: with a
+    long context the KV traffic keeps the step memory-bound at any batch (then None).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    _check_int("context_tokens", context_tokens, 1)
+    _check_int("max_batch", max_batch, 1)
+    costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
+
+    def is_compute(b: int) -> bool:
+        return bound(costs.cost(0, 0, b, b * context_tokens), gpu) == "compute"
+
+    if not is_compute(max_batch):
+        return None
+    low, high = 0, max_batch  # is_compute(high) holds; find the smallest such batch
+    while high - low > 1:
+        middle = (low + high) // 2
+        if is_compute(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+# --- tables behind chapter 2's plots -------------------------------------------------------
+
+
+def decode_batch_table(
+    model: Model,
+    gpu: GPU,
+    batches: Sequence[int],
+    context_tokens: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """One decode step's time versus batch size, each sequence holding ``context_tokens``.
+
+    Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
+    tokens_per_s (batch ÷ step, the whole GPU's output rate).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    _check_int("context_tokens", context_tokens, 1)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    ideal = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    rows = []
+    for b in batches:
+        _check_int("batch", b, 1)
+        step = timer(0, 0, b, b * context_tokens)
+        rows.append(
+            {
+                "batch": b,
+                "step_s": step,
+                "ideal_step_s": ideal(0, 0, b, b * context_tokens),
+                "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
+                "tokens_per_s": b / step,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def prefill_table(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: Sequence[int],
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
+
+    Columns: gpu, prompt_tokens, ttft_s, bound.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        for p in prompt_tokens:
+            pairs = attended_pairs(_check_int("prompt_tokens", p, 1), 0)
+            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            rows.append(
+                {
+                    "gpu": gpu.name,
+                    "prompt_tokens": p,
+                    "ttft_s": max(t_c, t_m),
+                    "bound": "compute" if t_c >= t_m else "memory",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def gpu_comparison(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: int,
+    output_tokens: int,
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
+
+    Columns: gpu, tflops (dense, the compute format used), bandwidth_tb_s, ttft_s, tpot_s,
+    tokens_per_s, prefill_bound, decode_bound. Indexed by GPU name.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        est = estimate_latency(
+            model,
+            gpu,
+            prompt_tokens,
+            output_tokens,
+            weight_dtype=weight_dtype,
+            efficiency=efficiency,
+        )
+        rows.append(
+            {
+                "gpu": gpu.name,
+                "tflops": gpu.peak_flops(compute_dtype(weight_dtype, gpu)) / 1e12,
+                "bandwidth_tb_s": gpu.memory_bandwidth / 1e12,
+                "ttft_s": est.ttft_s,
+                "tpot_s": est.tpot_s,
+                "tokens_per_s": est.tokens_per_s,
+                "prefill_bound": est.prefill_bound,
+                "decode_bound": est.decode_bound,
+            }
+        )
+    return pd.DataFrame(rows).set_index("gpu")
+
+
+def request_breakdown(estimate: Estimate, network_s: float = 0.0, queue_s: float = 0.0):
+    """One request's time by stage, seconds: network, queue, prefill, decode.
+
+    ``network_s`` and ``queue_s`` are inputs (the cost model cannot know them); prefill is the
+    estimate's TTFT and decode its ``(N − 1) × TPOT``. The stages sum to the end-to-end time
+    the user sees.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+    for name, value in (("network_s", network_s), ("queue_s", queue_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}={value!r} must be a number of seconds >= 0")
+    return {
+        "network": float(network_s),
+        "queue": float(queue_s),
+        "prefill": estimate.ttft_s,
+        "decode": estimate.e2e_s - estimate.ttft_s,
+    }

@@ -1,0 +1,157 @@
+"""Chapters 1 and 2's widgets: one request's journey, and the roofline of prefill and decode."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import ipywidgets as W
+
+from llminfer.plots.roofline import request_timeline, roofline_chart
+from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.roofline import (
+    Estimate,
+    arithmetic_intensity,
+    compute_dtype,
+    estimate_latency,
+    request_breakdown,
+    ridge_point,
+)
+from llminfer.units import format_duration
+from llminfer.widgets._explorer import Explorer
+
+TOKEN_CHOICES = [2**k for k in range(4, 18)]  # 16 ... 131,072 tokens
+BATCH_CHOICES = [2**k for k in range(0, 11)]  # 1 ... 1,024 sequences
+WEIGHT_DTYPES = ["bf16", "fp8", "int8", "int4"]
+KV_DTYPES = ["bf16", "fp8"]
+
+
+@dataclass(frozen=True)
+class Journey:
+    """A request's stages in seconds (``stages``) and the estimate behind prefill and decode."""
+
+    stages: dict[str, float]
+    estimate: Estimate
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.stages.values())
+
+
+class RequestJourney(Explorer):
+    """Model, GPU, prompt and output length, network and queue time → one request's timeline.
+
+    ``.result`` is a ``Journey``.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+
+    title = "The journey of one request: network → queue → prefill → decode"
+
+    def __init__(
+        self,
+        model: str = "llama-3.1-8b",
+        gpu: str = "h100-sxm",
+        prompt_tokens: int = 2048,
+        output_tokens: int = 256,
+        network_ms: int = 50,
+        queue_ms: int = 200,
+    ) -> None:
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "prompt_tokens": W.SelectionSlider(
+                options=TOKEN_CHOICES, value=prompt_tokens, description="prompt (tokens)"
+            ),
+            "output_tokens": W.SelectionSlider(
+                options=TOKEN_CHOICES[:9], value=output_tokens, description="output (tokens)"
+            ),
+            "network_ms": W.IntSlider(
+                value=network_ms, min=0, max=500, step=10, description="network (ms)"
+            ),
+            "queue_ms": W.IntSlider(
+                value=queue_ms, min=0, max=5000, step=50, description="queue wait (ms)"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, model, gpu, prompt_tokens, output_tokens, network_ms, queue_ms) -> Journey:
+        est = estimate_latency(get_model(model), get_gpu(gpu), prompt_tokens, output_tokens)
+        return Journey(request_breakdown(est, network_ms / 1e3, queue_ms / 1e3), est)
+
+    def describe(self, journey: Journey) -> str:
+        parts = " · ".join(f"{k} {format_duration(v)}" for k, v in journey.stages.items())
+        est = journey.estimate
+        return (
+            f"<p>{html.escape(parts)} = <b>{format_duration(journey.total_s)}</b><br>"
+            f"TTFT (server) {format_duration(est.ttft_s)}, {est.prefill_bound}-bound · "
+            f"TPOT {format_duration(est.tpot_s)}, {est.decode_bound}-bound</p>"
+        )
+
+    def draw(self, journey: Journey):
+        return request_timeline(journey.stages)
+
+
+class RooflineExplorer(Explorer):
+    """Model, GPU, batch, context and dtypes → prefill and decode on the GPU's roofline.
+
+    ``.result`` is the ``Estimate`` for ``batch`` requests of ``context_tokens`` prompt
+    tokens; its ``prefill_cost`` and ``decode_cost`` are the two points drawn.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    title = "Roofline: where prefill and decode sit"
+
+    def __init__(
+        self,
+        model: str = "llama-3.1-8b",
+        gpu: str = "h100-sxm",
+        batch: int = 1,
+        context_tokens: int = 2048,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+    ) -> None:
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "batch": W.SelectionSlider(options=BATCH_CHOICES, value=batch, description="batch"),
+            "context_tokens": W.SelectionSlider(
+                options=TOKEN_CHOICES, value=context_tokens, description="prompt/context (tokens)"
+            ),
+            "weight_dtype": W.Dropdown(
+                options=WEIGHT_DTYPES, value=weight_dtype, description="weights"
+            ),
+            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description="KV cache"),
+        }
+        super().__init__(controls)
+
+    def compute(self, model, gpu, batch, context_tokens, weight_dtype, kv_dtype) -> Estimate:
+        return estimate_latency(
+            get_model(model),
+            get_gpu(gpu),
+            context_tokens,
+            2,
+            batch=batch,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+        )
+
+    def describe(self, est: Estimate) -> str:
+        gpu = get_gpu(self.controls["gpu"].value)
+        ridge = ridge_point(gpu, compute_dtype(est.prefill_cost.weight_dtype, gpu))
+        return (
+            f"<p>ridge point {ridge:.0f} FLOP/byte · prefill "
+            f"{arithmetic_intensity(est.prefill_cost):.0f} FLOP/byte → TTFT "
+            f"{format_duration(est.ttft_s)} ({est.prefill_bound}-bound) · decode "
+            f"{arithmetic_intensity(est.decode_cost):.1f} FLOP/byte → TPOT "
+            f"{format_duration(est.tpot_s)} ({est.decode_bound}-bound)</p>"
+        )
+
+    def draw(self, est: Estimate):
+        gpu = get_gpu(self.controls["gpu"].value)
+        points = {
+            f"prefill {est.batch}×{est.prompt_tokens:,} tokens": est.prefill_cost,
+            f"decode batch {est.batch}": est.decode_cost,
+        }
+        return roofline_chart(gpu, points)
