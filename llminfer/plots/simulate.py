@@ -102,9 +102,12 @@ def policy_comparison(table: pd.DataFrame, metrics: Sequence[str] = ("output_tps
         raise ValueError(f"table lacks columns {missing}")
     fig, axes = new_figure(3.2 * len(metrics) + 1, 3.2, ncols=len(metrics))
     axes = [axes] if len(metrics) == 1 else list(axes)
+    labels = [str(i).replace(", ", "\n") for i in table.index]
     for ax, metric in zip(axes, metrics, strict=True):
-        ax.bar([str(i) for i in table.index], table[metric], color=COLORS["decode"])
-        unit = "tokens/s" if metric.endswith("_tps") else "s" if metric.endswith("_s") else ""
+        ax.bar(labels, table[metric], color=COLORS["decode"])
+        unit = "tokens/s" if metric.endswith("_tps") else ""
+        if metric.endswith("_s") or "_s_" in metric:
+            unit = "s"
         ax.set_title(f"{metric} ({unit})" if unit else metric, fontsize=10)
         ax.tick_params(axis="x", labelsize=8)
     return fig
