@@ -6,6 +6,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
     MemoryPlan,
     kv_bytes_per_token,
@@ -15,6 +16,13 @@ from llminfer.memory import (
     max_concurrency,
     plan_memory,
     weight_bytes,
+)
+from llminfer.metrics import (
+    Summary,
+    compare_definitions,
+    percentile,
+    request_metrics,
+    summarize,
 )
 from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
@@ -39,20 +47,24 @@ from llminfer.units import bytes_per_element, format_bytes
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARTICLE_COLUMNS",
     "GPU",
     "Cost",
     "EngineConfig",
     "Estimate",
     "MemoryPlan",
     "Model",
+    "RequestLog",
     "SimResult",
     "StepTimer",
+    "Summary",
     "Workload",
     "arithmetic_intensity",
     "attended_pairs",
     "attention_hbm_bytes",
     "bound",
     "bytes_per_element",
+    "compare_definitions",
     "estimate_latency",
     "format_bytes",
     "get_gpu",
@@ -66,10 +78,14 @@ __all__ = [
     "max_concurrency",
     "max_goodput",
     "measure_machine",
+    "percentile",
     "plan_memory",
+    "read_requests",
+    "request_metrics",
     "ridge_point",
     "step_cost",
     "step_timer",
+    "summarize",
     "sweep",
     "weight_bytes",
 ]

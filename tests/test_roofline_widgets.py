@@ -9,7 +9,7 @@ from llminfer.plots import (
     flash_traffic_chart,
     gpu_comparison_chart,
     prefill_chart,
-    request_timeline,
+    request_breakdown_chart,
     roofline_chart,
 )
 from llminfer.roofline import (
@@ -55,9 +55,9 @@ def test_plots_carry_their_data():
         [arithmetic_intensity(est.prefill_cost), arithmetic_intensity(est.decode_cost)]
     )
     stages = request_breakdown(est, 0.05, 0.1)
-    assert sum(p.get_width() for p in request_timeline(stages).axes[0].patches) == pytest.approx(
-        sum(stages.values())
-    )
+    assert sum(
+        p.get_width() for p in request_breakdown_chart(stages).axes[0].patches
+    ) == pytest.approx(sum(stages.values()))
     table = decode_batch_table(LLAMA8, H100, [1, 8, 64], 512)
     assert list(decode_batch_chart(table).axes[0].lines[0].get_xdata()) == [1, 8, 64]
     assert prefill_chart(prefill_table(LLAMA8, [H100], [256, 1024])).axes

@@ -1,5 +1,7 @@
 """Widgets driven without a kernel: set a control, assert on the result."""
 
+import pytest
+
 from llminfer import get_model, kv_bytes_per_token
 from llminfer.widgets import MemoryExplorer
 
@@ -27,3 +29,19 @@ def test_memory_explorer_shows_an_error_instead_of_raising():
     w.compute = lambda **_: (_ for _ in ()).throw(ValueError("n_gpus=3 is bad"))
     w.update()
     assert w.result is None and w.error == "n_gpus=3 is bad" and "n_gpus=3" in w._summary.value
+
+
+def test_slo_explorer_follows_its_controls():
+    from pathlib import Path
+
+    from llminfer import read_requests
+    from llminfer.widgets import SLOExplorer
+
+    log = read_requests(Path(__file__).parent.parent / "data" / "requests.csv")
+    w = SLOExplorer(log, ttft_ms=500, tpot_ms=50, e2e_s=30)
+    assert w.result.good_fraction == pytest.approx(2 / 3)  # r2's TTFT is 560 ms
+    w.controls["ttft_ms"].value = 600
+    assert w.result.good_fraction == 1.0 and w.figure is not None
+    w.controls["e2e_s"].value = 3
+    assert w.result.good_fraction == pytest.approx(1 / 3)  # only r3 ends within 3 s
+    assert w.result.goodput_rps == pytest.approx(1 / 4.36)

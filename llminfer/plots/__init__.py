@@ -2,13 +2,19 @@
 none calls ``plt.show()``. Axes say their units. Tests assert on the data behind a figure.
 """
 
+from llminfer.plots.logs import (
+    latency_cdf,
+    load_over_time,
+    request_anatomy,
+    request_timeline,
+)
 from llminfer.plots.memory import concurrency_curve, memory_bar
 from llminfer.plots.roofline import (
     decode_batch_chart,
     flash_traffic_chart,
     gpu_comparison_chart,
     prefill_chart,
-    request_timeline,
+    request_breakdown_chart,
     roofline_chart,
 )
 from llminfer.plots.simulate import policy_comparison, step_timeline, throughput_latency
@@ -28,11 +34,15 @@ __all__ = [
     "flash_traffic_chart",
     "fragmentation_bars",
     "gpu_comparison_chart",
+    "latency_cdf",
+    "load_over_time",
     "memory_bar",
     "policy_comparison",
     "prefill_chart",
     "prefix_ttft_curve",
     "quantization_bars",
+    "request_anatomy",
+    "request_breakdown_chart",
     "request_timeline",
     "roofline_chart",
     "speculative_curves",

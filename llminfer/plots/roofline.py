@@ -73,7 +73,7 @@ def roofline_chart(
     return fig
 
 
-def request_timeline(stages: Mapping[str, float], title: str = "") -> Figure:
+def request_breakdown_chart(stages: Mapping[str, float], title: str = "") -> Figure:
     """One horizontal bar: a request's time split into stages (network, queue, prefill,
     decode), in seconds, each labelled with its duration.
 

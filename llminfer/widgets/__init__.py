@@ -5,6 +5,7 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 """
 
 from llminfer.widgets._explorer import Explorer
+from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
 from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
 from llminfer.widgets.simulate import BatchingExplorer, LoadExplorer
@@ -28,6 +29,7 @@ __all__ = [
     "QuantizationExplorer",
     "RequestJourney",
     "RooflineExplorer",
+    "SLOExplorer",
     "SpeculativeExplorer",
     "TensorParallelExplorer",
 ]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import ipywidgets as W
 
-from llminfer.plots.roofline import request_timeline, roofline_chart
+from llminfer.plots.roofline import request_breakdown_chart, roofline_chart
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.roofline import (
     Estimate,
@@ -89,7 +89,7 @@ class RequestJourney(Explorer):
         )
 
     def draw(self, journey: Journey):
-        return request_timeline(journey.stages)
+        return request_breakdown_chart(journey.stages)
 
 
 class RooflineExplorer(Explorer):

@@ -1,0 +1,122 @@
+"""Command line: ``python -m llminfer metrics FILE [--format ...] [--slo ...] [--json]``.
+
+Subcommands register themselves: each module-level ``register_<name>(subparsers)`` function
+listed in ``COMMANDS`` adds its parser and sets ``func`` (a callable taking the parsed
+arguments and returning an exit code). Another chapter adds a subcommand by writing one such
+function and appending it to ``COMMANDS``. Bad input exits 2 with the message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+
+from llminfer.logs import FORMATS, read_requests
+from llminfer.metrics import summarize
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
+_SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6, None: 1.0}
+_SLO_NAMES = {"ttft": "ttft_s", "tpot": "tpot_s", "e2e": "e2e_s", "e2el": "e2e_s"}
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """``"ttft=500ms,tpot=50ms,e2e=10s"`` → ``{"ttft_s": 0.5, "tpot_s": 0.05, "e2e_s": 10.0}``.
+
+    Units ``ms``, ``s`` (the default) or ``us``; names ``ttft``, ``tpot``, ``e2e``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    slo: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        key = _SLO_NAMES.get(name.strip().lower())
+        match = _DURATION.match(value)
+        if key is None or match is None:
+            raise ValueError(
+                f"--slo {part!r} is not NAME=DURATION with NAME in ttft, tpot, e2e and "
+                "DURATION like 500ms or 2s"
+            )
+        slo[key] = float(match.group(1)) * _SCALE[match.group(2)]
+    if not slo:
+        raise ValueError(f"--slo {text!r} names no target; e.g. ttft=500ms,tpot=50ms")
+    return slo
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    slo = parse_slo(args.slo) if args.slo else None
+    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    summary = summarize(log, slo=slo)
+    if args.json:
+        flat = {
+            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in summary.to_dict().items()
+        }
+        print(json.dumps(flat, indent=2))
+    else:
+        print(f"# {log.source}")
+        print(summary)
+    if len(log.rejected):
+        print(
+            f"{log.rejected['row'].nunique()} row(s) rejected:\n"
+            + log.rejected.to_string(index=False),
+            file=sys.stderr,
+        )
+    return 0
+
+
+def register_metrics(subparsers) -> None:
+    """Add ``metrics FILE``: summarise a request log (chapter 6)."""
+    parser = subparsers.add_parser(
+        "metrics",
+        help="TTFT, TPOT, E2E, TPS, RPS and goodput of a request log",
+        description="Summarise a request log: the article's CSV or a vLLM, GenAI-Perf, AIPerf "
+        "or llmperf export.",
+    )
+    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
+    )
+    parser.add_argument("--slo", help="latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
+    parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--on-error",
+        default="raise",
+        choices=["raise", "report"],
+        help="bad rows: stop (raise) or load the valid rows and list the rejected ones",
+    )
+    parser.set_defaults(func=_metrics)
+
+
+#: Every subcommand's register function; append one to add a subcommand.
+COMMANDS: list[Callable] = [register_metrics]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for register in COMMANDS:
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (2 on bad input, message on stderr).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    args = build_parser().parse_args(argv)  # argparse itself exits 2 on a bad command line
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

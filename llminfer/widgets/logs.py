@@ -1,0 +1,57 @@
+"""Chapter 6's widget: latency targets → goodput and good fraction of one request log."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+import pandas as pd
+
+from llminfer.logs import RequestLog
+from llminfer.metrics import Summary, _as_log, summarize
+from llminfer.plots.logs import latency_cdf
+from llminfer.widgets._explorer import Explorer
+
+
+class SLOExplorer(Explorer):
+    """Move the TTFT, TPOT and E2E targets; ``.result`` is the ``Summary`` with that SLO.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+    title = "Latency targets → goodput"
+
+    def __init__(
+        self,
+        log: RequestLog | pd.DataFrame,
+        ttft_ms: float = 500,
+        tpot_ms: float = 50,
+        e2e_s: float = 30,
+    ) -> None:
+        self.log = _as_log(log)
+        controls = {
+            "ttft_ms": W.FloatSlider(
+                value=ttft_ms, min=50, max=5000, step=50, description="TTFT target (ms)"
+            ),
+            "tpot_ms": W.FloatSlider(
+                value=tpot_ms, min=5, max=200, step=5, description="TPOT target (ms)"
+            ),
+            "e2e_s": W.FloatSlider(
+                value=e2e_s, min=1, max=120, step=1, description="E2E target (s)"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, ttft_ms: float, tpot_ms: float, e2e_s: float) -> Summary:
+        slo = {"ttft_s": ttft_ms / 1e3, "tpot_s": tpot_ms / 1e3, "e2e_s": e2e_s}
+        return summarize(self.log, slo=slo)
+
+    def describe(self, summary: Summary) -> str:
+        return (
+            f"<p>goodput <b>{summary.goodput_rps:.2f} requests/s</b> of "
+            f"{summary.rps:.2f} completed · good fraction <b>{summary.good_fraction:.1%}</b>"
+            f" · {html.escape(str(summary.n_failed))} failed requests never count as good</p>"
+        )
+
+    def draw(self, summary: Summary):
+        return latency_cdf(self.log, slo=summary.slo)

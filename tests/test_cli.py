@@ -1,0 +1,83 @@
+"""The command line: exit codes, the summary, --json keys, --slo parsing."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llminfer.cli import main, parse_slo
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_metrics_prints_the_summary(capsys):
+    assert main(["metrics", str(DATA / "requests.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "output TPS: 55.05 tokens/s" in out and "ttft_s" in out
+
+
+def test_json_uses_the_summary_keys(capsys):
+    code = main(["metrics", str(DATA / "requests.csv"), "--json", "--slo", "ttft=500ms"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ttft_s_p95"] == pytest.approx(0.552)
+    assert data["output_tps"] == pytest.approx(240 / 4.36)
+    assert data["good_fraction"] == pytest.approx(2 / 3)
+
+
+def test_json_writes_null_for_goodput_without_an_slo(capsys):
+    main(["metrics", str(DATA / "requests.csv"), "--json"])
+    assert json.loads(capsys.readouterr().out)["goodput_rps"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["metrics", str(DATA / "requests_bad.csv")], "8 bad row(s)"),
+        (["metrics", str(DATA / "nothere.csv")], "no such file"),
+        (["metrics", str(DATA / "requests.csv"), "--slo", "ttft=fast"], "NAME=DURATION"),
+        (["metrics", str(DATA / "requests.csv"), "--format", "vllm"], "not valid JSON"),
+    ],
+)
+def test_bad_input_exits_2_with_the_message_and_no_traceback(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_report_mode_loads_valid_rows_and_lists_rejected_ones(capsys):
+    code = main(["metrics", str(DATA / "requests_bad.csv"), "--on-error", "report", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert json.loads(captured.out)["n_requests"] == 4
+    assert "8 row(s) rejected" in captured.err
+
+
+def test_python_dash_m_runs_and_exits_2_on_bad_input():
+    ok = subprocess.run(
+        [sys.executable, "-m", "llminfer", "metrics", str(DATA / "requests.csv"), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["n_requests"] == 3
+    bad = subprocess.run(
+        [sys.executable, "-m", "llminfer", "metrics", str(DATA / "requests_bad.csv")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    usage = subprocess.run([sys.executable, "-m", "llminfer"], capture_output=True, text=True)
+    assert usage.returncode == 2
+
+
+def test_parse_slo_units():
+    assert parse_slo("ttft=500ms,tpot=50ms,e2e=10s") == {
+        "ttft_s": 0.5,
+        "tpot_s": 0.05,
+        "e2e_s": 10.0,
+    }
+    assert parse_slo("ttft=2") == {"ttft_s": 2.0}
+    with pytest.raises(ValueError, match="names no target"):
+        parse_slo(",")
