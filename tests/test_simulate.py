@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llminfer.roofline import estimate_latency
 
 from llminfer import get_gpu, get_model
+from llminfer.roofline import estimate_latency
 from llminfer.simulate import (
     EngineConfig,
     Workload,

@@ -6,10 +6,10 @@ from dataclasses import replace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llminfer.roofline import estimate_latency
 
 from llminfer import get_gpu, get_model, kv_cache_bytes, plan_memory, weight_bytes
 from llminfer import techniques as T
+from llminfer.roofline import estimate_latency
 
 LLAMA8 = get_model("llama-3.1-8b")
 LLAMA70 = get_model("llama-3.1-70b")
