@@ -38,6 +38,10 @@ from llminfer.roofline import (
     step_cost,
     step_timer,
 )
+
+# The simulate() function stays in llminfer.simulate: re-exporting it here would shadow the
+# submodule, so `from llminfer import simulate` always gives the module.
+from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, sweep
 from llminfer.units import bytes_per_element, format_bytes
 
 __version__ = "0.1.0"
@@ -46,12 +50,15 @@ __all__ = [
     "ARTICLE_COLUMNS",
     "GPU",
     "Cost",
+    "EngineConfig",
     "Estimate",
     "MemoryPlan",
     "Model",
     "RequestLog",
+    "SimResult",
     "StepTimer",
     "Summary",
+    "Workload",
     "arithmetic_intensity",
     "attended_pairs",
     "attention_hbm_bytes",
@@ -69,6 +76,7 @@ __all__ = [
     "list_gpus",
     "list_models",
     "max_concurrency",
+    "max_goodput",
     "measure_machine",
     "percentile",
     "plan_memory",
@@ -78,5 +86,6 @@ __all__ = [
     "step_cost",
     "step_timer",
     "summarize",
+    "sweep",
     "weight_bytes",
 ]

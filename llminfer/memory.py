@@ -241,13 +241,15 @@ def default_reserve_bytes(
 def allocated_kv_tokens(
     seq_tokens: Sequence[int],
     block_size: int | None = None,
-    reserve_tokens: int | None = None,
+    reserve_tokens: int | Sequence[int] | None = None,
 ) -> int:
     """Token slots an allocator sets aside for sequences of ``seq_tokens`` tokens.
 
     Exactly one policy: ``reserve_tokens`` reserves that many slots per sequence up front
-    (contiguous allocation for the maximum length); ``block_size`` allocates whole blocks as a
-    sequence grows (PagedAttention), wasting at most ``block_size - 1`` slots per sequence.
+    (contiguous allocation for the maximum length; a sequence of counts reserves a different
+    amount per sequence, e.g. each request's final length); ``block_size`` allocates whole
+    blocks as a sequence grows (PagedAttention), wasting at most ``block_size - 1`` slots per
+    sequence.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
@@ -255,13 +257,22 @@ def allocated_kv_tokens(
         raise ValueError("give exactly one of block_size (paged) or reserve_tokens (contiguous)")
     lengths = [_check_count("seq_tokens", t) for t in seq_tokens]
     if reserve_tokens is not None:
-        _check_count("reserve_tokens", reserve_tokens, minimum=1)
-        too_long = [t for t in lengths if t > reserve_tokens]
+        if isinstance(reserve_tokens, int):
+            reserves = [reserve_tokens] * len(lengths)
+        else:
+            reserves = list(reserve_tokens)
+            if len(reserves) != len(lengths):
+                raise ValueError(
+                    f"reserve_tokens has {len(reserves)} entries but seq_tokens has {len(lengths)}"
+                )
+        for reserve in reserves:
+            _check_count("reserve_tokens", reserve, minimum=1)
+        too_long = [(t, r) for t, r in zip(lengths, reserves, strict=True) if t > r]
         if too_long:
             raise ValueError(
-                f"seq_tokens contains {too_long[0]}, longer than reserve_tokens={reserve_tokens}"
+                f"seq_tokens contains {too_long[0][0]}, longer than reserve_tokens={too_long[0][1]}"
             )
-        return reserve_tokens * len(lengths)
+        return sum(reserves)
     block_size = _check_block_size(block_size, allow_none=False)
     return sum(_stored_tokens(t, block_size) for t in lengths)
 
@@ -269,7 +280,7 @@ def allocated_kv_tokens(
 def kv_utilization(
     seq_tokens: Sequence[int],
     block_size: int | None = None,
-    reserve_tokens: int | None = None,
+    reserve_tokens: int | Sequence[int] | None = None,
 ) -> float:
     """Share of allocated KV slots that hold real tokens (1.0 = no waste), for one policy of
     ``allocated_kv_tokens``.

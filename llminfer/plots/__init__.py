@@ -17,18 +17,36 @@ from llminfer.plots.roofline import (
     request_breakdown_chart,
     roofline_chart,
 )
+from llminfer.plots.simulate import policy_comparison, step_timeline, throughput_latency
+from llminfer.plots.techniques import (
+    disaggregation_bars,
+    fragmentation_bars,
+    prefix_ttft_curve,
+    quantization_bars,
+    speculative_curves,
+    tensor_parallel_curves,
+)
 
 __all__ = [
     "concurrency_curve",
     "decode_batch_chart",
+    "disaggregation_bars",
     "flash_traffic_chart",
+    "fragmentation_bars",
     "gpu_comparison_chart",
     "latency_cdf",
     "load_over_time",
     "memory_bar",
+    "policy_comparison",
     "prefill_chart",
+    "prefix_ttft_curve",
+    "quantization_bars",
     "request_anatomy",
     "request_breakdown_chart",
     "request_timeline",
     "roofline_chart",
+    "speculative_curves",
+    "step_timeline",
+    "tensor_parallel_curves",
+    "throughput_latency",
 ]

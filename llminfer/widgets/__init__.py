@@ -8,5 +8,28 @@ from llminfer.widgets._explorer import Explorer
 from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
 from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
+from llminfer.widgets.simulate import BatchingExplorer, LoadExplorer
+from llminfer.widgets.techniques import (
+    DisaggregationExplorer,
+    PagingExplorer,
+    PrefixCacheExplorer,
+    QuantizationExplorer,
+    SpeculativeExplorer,
+    TensorParallelExplorer,
+)
 
-__all__ = ["Explorer", "MemoryExplorer", "RequestJourney", "RooflineExplorer", "SLOExplorer"]
+__all__ = [
+    "BatchingExplorer",
+    "DisaggregationExplorer",
+    "Explorer",
+    "LoadExplorer",
+    "MemoryExplorer",
+    "PagingExplorer",
+    "PrefixCacheExplorer",
+    "QuantizationExplorer",
+    "RequestJourney",
+    "RooflineExplorer",
+    "SLOExplorer",
+    "SpeculativeExplorer",
+    "TensorParallelExplorer",
+]

@@ -1,0 +1,440 @@
+"""Chapters 3 and 5: a discrete-event, iteration-level simulation of one inference server.
+
+The engine works like vLLM's scheduler, one model step at a time:
+
+- Requests wait in a FIFO queue until the scheduler admits them; a step runs prefill tokens
+  and/or one decode token for every running sequence. With ``chunked_prefill`` a step mixes
+  both under the ``max_num_batched_tokens`` budget (decodes first); without it a step is either
+  a prefill batch or a decode batch, and waiting prompts go first (vLLM's V0 default).
+- ``policy="static"`` admits a new batch only when the previous one has completely finished and
+  reserves each request's final length up front; ``"continuous"`` refills the batch at every step
+  and allocates KV blocks as sequences grow (PagedAttention).
+- The paged KV cache holds ``plan_memory(...).capacity_tokens // block_size`` blocks (chapter 4).
+  When a decoding sequence needs a block and none is free, the most recently admitted request is
+  preempted: its blocks are freed, it returns to the head of the queue and later recomputes its
+  prompt plus the tokens it had generated (vLLM's recompute preemption).
+- With ``prefix_caching`` the full blocks of a shared prefix stay cached after the first request
+  computed them; later requests of the same group skip those tokens. Unreferenced cached blocks
+  are evicted, least recently used first, when memory is needed.
+- Each step lasts ``step_timer(...)`` seconds from ``llminfer.roofline`` for its mix of prefill
+  tokens, attended pairs, decoding sequences and their context. A request's first token comes from
+  the step that finishes its prefill, each later token from one decode step, so with one request in
+  flight TTFT and TPOT equal ``roofline.estimate_latency``.
+
+Timestamps are seconds from the first arrival. The request log has the article's schema
+(``request_id, start_ts, first_token_ts, end_ts, input_tokens, output_tokens``) plus
+``scheduled_ts``, ``preemptions`` and ``cached_prefix_tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from llminfer.hardware import GPU
+from llminfer.memory import plan_memory
+from llminfer.models import Model
+from llminfer.roofline import attended_pairs, step_timer
+from llminfer.scheduler import Scheduler
+from llminfer.workload import Workload
+
+#: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens,
+#:  prefill_cached_tokens) -> seconds, as ``llminfer.roofline.StepTimer`` takes them.
+StepTime = Callable[[int, int, int, int, int], float]
+
+POLICIES = ("continuous", "static")
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """A serving engine's scheduler and cache settings (names as in vLLM).
+
+    - ``policy``: ``"continuous"`` (iteration-level batching) or ``"static"`` (a batch runs to
+      completion before the next is admitted; KV reserved for the final length).
+    - ``max_num_seqs``: most sequences in one step; ``max_num_batched_tokens``: most tokens in
+      one step (prefill tokens + one per decoding sequence).
+    - ``chunked_prefill``: split long prompts over steps and mix them with decodes.
+    - ``block_size``: tokens per KV block; ``gpu_memory_utilization``: share of GPU memory the
+      engine may use (weights, reserve and KV cache).
+    - ``prefix_caching``: reuse the KV blocks of shared prompt prefixes.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    policy: str = "continuous"
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: bool = False
+    block_size: int = 16
+    gpu_memory_utilization: float = 0.9
+    prefix_caching: bool = False
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy={self.policy!r} must be one of {', '.join(POLICIES)}")
+        _check_int("max_num_seqs", self.max_num_seqs, 1)
+        _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        _check_int("block_size", self.block_size, 1)
+        u = self.gpu_memory_utilization
+        if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
+            raise ValueError(f"gpu_memory_utilization={u!r} must be in (0, 1]")
+        for name in ("chunked_prefill", "prefix_caching"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+        if self.policy == "static" and (self.chunked_prefill or self.prefix_caching):
+            raise ValueError(
+                "policy='static' runs whole batches without chunked_prefill or prefix_caching; "
+                "set both to False or use policy='continuous'"
+            )
+        if self.chunked_prefill and self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(
+                f"max_num_batched_tokens={self.max_num_batched_tokens} must be >= "
+                f"max_num_seqs={self.max_num_seqs} with chunked_prefill (every running sequence "
+                "needs one token per step)"
+            )
+
+
+@dataclass
+class SimResult:
+    """What a simulation produced.
+
+    - ``requests``: one row per request in the article's log schema plus ``scheduled_ts``,
+      ``preemptions``, ``cached_prefix_tokens`` and ``prefix_group``; ``log`` is the same data
+      as a ``llminfer.logs.RequestLog``.
+    - ``steps``: one row per engine step: ``time`` (start, s), ``duration_s``, ``batch_size``,
+      ``prefill_tokens``, ``decode_seqs``, ``kv_blocks`` (in use at the step), ``waiting``
+      (queue length) and ``output_tokens`` (tokens the step produced).
+    - ``preemptions``: total recompute preemptions; ``capacity_blocks``: KV blocks available.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    preemptions: int
+    capacity_blocks: int
+    block_size: int
+    workload: Workload
+    engine: EngineConfig
+    _log: object = field(default=None, repr=False)
+
+    @property
+    def log(self):
+        """The requests as a ``RequestLog`` (chapter 6's reader), so every analytic applies."""
+        if self._log is None:
+            from llminfer.logs import read_requests
+
+            self._log = read_requests(self.requests)
+        return self._log
+
+    def summary(self, **kwargs):
+        """``llminfer.metrics.summarize`` of the log; keyword arguments pass through."""
+        from llminfer.metrics import summarize
+
+        return summarize(self.log, **kwargs)
+
+
+def kv_capacity_blocks(
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig = EngineConfig(),
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> int:
+    """KV blocks the engine gets: ``plan_memory(...).capacity_tokens // block_size``.
+
+    Raises ValueError (with the memory plan's reason) when no block fits.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    plan = plan_memory(
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        block_size=engine.block_size,
+        context_tokens=min(model.max_context, 4096),
+    )
+    blocks = plan.capacity_tokens // engine.block_size
+    if blocks < 1:
+        raise ValueError(f"model={model.name!r} leaves no KV cache on {gpu.name}: {plan.reason}")
+    return blocks
+
+
+def simulate(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig = EngineConfig(),
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    step_time: StepTime | None = None,
+    capacity_blocks: int | None = None,
+) -> SimResult:
+    """Serve ``workload`` with ``model`` on ``n_gpus`` × ``gpu`` and record every request and step.
+
+    ``step_time`` replaces the roofline step cost (a callable taking prefill tokens, attended
+    pairs, decoding sequences, their context tokens and the cached tokens prompt chunks attend
+    to, returning seconds), e.g. to replay a measured profile; ``capacity_blocks`` replaces the
+    KV capacity from ``plan_memory``.
+    Deterministic for a given workload seed.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={workload!r} must be a llminfer.simulate.Workload")
+    if not isinstance(engine, EngineConfig):
+        raise ValueError(f"engine={engine!r} must be an EngineConfig")
+    if step_time is None:
+        step_time = step_timer(
+            model, gpu, n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype
+        )
+    if capacity_blocks is None:
+        capacity_blocks = kv_capacity_blocks(model, gpu, engine, n_gpus, weight_dtype, kv_dtype)
+    capacity_blocks = _check_int("capacity_blocks", capacity_blocks, 1)
+    table = workload.requests()
+    longest = int((table["prompt_tokens"] + table["output_tokens"]).max())
+    if longest > model.max_context:
+        raise ValueError(
+            f"workload has a request of {longest} tokens (prompt + output), more than "
+            f"{model.name}'s max_context={model.max_context}"
+        )
+    if math.ceil(longest / engine.block_size) > capacity_blocks:
+        raise ValueError(
+            f"workload has a request of {longest} tokens but the KV cache holds only "
+            f"{capacity_blocks * engine.block_size} tokens; shorten it or add memory"
+        )
+    scheduler = Scheduler(table, workload, engine, capacity_blocks, step_time, attended_pairs)
+    scheduler.run()
+    requests, steps = scheduler.tables()
+    return SimResult(
+        requests=requests,
+        steps=steps,
+        preemptions=scheduler.preemptions,
+        capacity_blocks=capacity_blocks,
+        block_size=engine.block_size,
+        workload=workload,
+        engine=engine,
+    )
+
+
+def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99):
+    """Boolean per sweep row: the ``percentile`` of every SLO metric is within its target
+    (a metric with no value, e.g. TPOT when every output is one token, passes).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    stat = f"p{percentile:g}"
+    passes = np.ones(len(table), dtype=bool)
+    for metric, target in slo.items():
+        column = f"{metric}_{stat}"
+        if column not in table.columns:
+            raise ValueError(f"slo key {metric!r} at percentile={percentile!r}: no column {column}")
+        values = table[column].to_numpy(dtype=float)
+        passes &= np.nan_to_num(values, nan=0.0) <= target
+    return passes
+
+
+def load_column(table: pd.DataFrame) -> str:
+    """``"rate"`` or ``"concurrency"``: which load a sweep table varies."""
+    for kind in ("rate", "concurrency"):
+        if kind in table.columns:
+            return kind
+    raise ValueError("table has neither a 'rate' nor a 'concurrency' column; pass a sweep()")
+
+
+def best_load(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99) -> float | None:
+    """The highest load of a ``sweep`` table that meets ``slo`` at ``percentile``, or None.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    kind = load_column(table)
+    good = table.loc[meets_slo_table(table, slo, percentile), kind]
+    return None if good.empty else float(good.max())
+
+
+def knee(table: pd.DataFrame, share: float = 0.9) -> float:
+    """The knee of a throughput curve: the lowest load of a ``sweep`` table whose output TPS
+    reaches ``share`` (default 90 %) of the highest output TPS in the table. Beyond it, more
+    load buys little throughput and mostly adds latency.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share={share!r} must be in (0, 1]")
+    kind = load_column(table)
+    ordered = table.sort_values(kind)
+    reached = ordered["output_tps"] >= share * ordered["output_tps"].max()
+    return float(ordered.loc[reached, kind].iloc[0])
+
+
+def _loads(rates, concurrencies) -> tuple[str, list]:
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    values = list(values)
+    if not values:
+        raise ValueError(f"{kind} list is empty; give at least one load")
+    return kind, values
+
+
+def sweep(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    engine: EngineConfig = EngineConfig(),
+    percentiles: Sequence[float] = (50, 90, 99),
+    slo: dict[str, float] | None = None,
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
+
+    One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
+    ``mean_batch`` (sequences per decode step) and every field of
+    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...). The same
+    seed draws the same lengths at every load, so rows differ only in load.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    from llminfer.metrics import summarize
+
+    kind, values = _loads(rates, concurrencies)
+    rows = []
+    for value in values:
+        if kind == "rate":
+            point = replace(workload, rate=value, concurrency=None)
+        else:
+            point = replace(workload, rate=None, concurrency=value)
+        result = simulate(point, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+        rows.append(
+            {
+                kind: value,
+                "preemptions": result.preemptions,
+                "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+                **summary,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def compare_engines(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engines: dict[str, EngineConfig],
+    percentiles: Sequence[float] = (50, 90, 99),
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Serve the same ``workload`` with each labelled engine; one row per label (the index)
+    with ``preemptions``, ``mean_batch``, ``cached_share`` (prompt tokens served from the
+    prefix cache) and the ``summarize(...).to_dict()`` fields.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.metrics import summarize
+
+    if not engines:
+        raise ValueError("engines must map at least one label to an EngineConfig")
+    rows = {}
+    for label, engine in engines.items():
+        result = simulate(workload, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        requests = result.requests
+        rows[label] = {
+            "preemptions": result.preemptions,
+            "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+            "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
+            **summarize(result.log, percentiles=percentiles).to_dict(),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The highest load meeting an SLO: ``load`` (None when even the lowest fails), its
+    ``row`` of the sweep, and the whole sweep ``table`` with a ``meets_slo`` column.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+
+    kind: str
+    load: float | None
+    row: pd.Series | None
+    table: pd.DataFrame
+    slo: dict[str, float]
+    percentile: float
+
+
+def max_goodput(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    slo: dict[str, float],
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    percentile: float = 99,
+    engine: EngineConfig = EngineConfig(),
+    **simulate_kwargs,
+) -> Goodput:
+    """The highest load whose ``percentile`` of every SLO metric meets its target.
+
+    ``slo`` maps ``ttft_s``, ``tpot_s`` or ``e2e_s`` to seconds, e.g. ``{"ttft_s": 0.5,
+    "tpot_s": 0.05}`` with ``percentile=99`` asks for p99 TTFT ≤ 0.5 s and p99 TPOT ≤ 50 ms.
+    Loads are the given grid; the answer is the highest grid point that passes.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if not isinstance(slo, dict) or not slo:
+        raise ValueError(f"slo={slo!r} must be a dict such as {{'ttft_s': 0.5}}")
+    kind, values = _loads(rates, concurrencies)
+    table = sweep(
+        workload,
+        model,
+        gpu,
+        rates=values if kind == "rate" else None,
+        concurrencies=values if kind == "concurrency" else None,
+        engine=engine,
+        percentiles=(50, percentile),
+        slo=slo,
+        **simulate_kwargs,
+    )
+    table["meets_slo"] = meets_slo_table(table, slo, percentile)
+    load = best_load(table, slo, percentile)
+    if load is None:
+        return Goodput(kind, None, None, table, dict(slo), percentile)
+    best = table.loc[table[kind] == load].iloc[0]
+    return Goodput(kind, float(best[kind]), best, table, dict(slo), percentile)
+
+
+__all__ = [
+    "EngineConfig",
+    "Goodput",
+    "SimResult",
+    "Workload",
+    "best_load",
+    "compare_engines",
+    "knee",
+    "kv_capacity_blocks",
+    "max_goodput",
+    "meets_slo_table",
+    "simulate",
+    "sweep",
+]

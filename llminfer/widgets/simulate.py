@@ -1,0 +1,132 @@
+"""Widgets on the serving simulator: the best load under a latency target (chapter 3) and
+continuous versus static batching (chapter 5)."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+import pandas as pd
+
+from llminfer.plots.simulate import policy_comparison, throughput_latency
+from llminfer.presets import get_gpu, get_model
+from llminfer.simulate import EngineConfig, best_load, compare_engines, knee, load_column
+from llminfer.widgets._explorer import Explorer
+from llminfer.workload import LogNormal, Workload
+
+
+class LoadExplorer(Explorer):
+    """Latency targets → the highest load of a precomputed ``sweep`` table that meets them.
+
+    ``table`` comes from ``llminfer.simulate.sweep`` with the percentiles offered here
+    (50, 90, 99). Moving a slider re-reads the table; nothing is re-simulated. ``.result`` is
+    a dict: ``best`` (load or None), ``knee``, ``row`` (the sweep row at ``best``).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+
+    title = "High throughput is not good UX: the best load under a latency target"
+
+    def __init__(
+        self, table: pd.DataFrame, ttft_s: float = 1.0, tpot_ms: float = 50.0, percentile=99
+    ) -> None:
+        self.table = table
+        self.kind = load_column(table)
+        self.knee = knee(table)
+        controls = {
+            "ttft_s": W.FloatLogSlider(
+                value=ttft_s, base=10, min=-2, max=2, step=0.05, description="TTFT target (s)"
+            ),
+            "tpot_ms": W.FloatSlider(
+                value=tpot_ms, min=5, max=300, step=5, description="TPOT target (ms)"
+            ),
+            "percentile": W.Dropdown(
+                options=[50, 90, 99], value=percentile, description="percentile"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, ttft_s, tpot_ms, percentile) -> dict:
+        slo = {"ttft_s": ttft_s, "tpot_s": tpot_ms / 1e3}
+        best = best_load(self.table, slo, percentile)
+        row = None if best is None else self.table.loc[self.table[self.kind] == best].iloc[0]
+        return {"best": best, "knee": self.knee, "row": row, "slo": slo, "percentile": percentile}
+
+    def describe(self, result: dict) -> str:
+        unit = "requests/s" if self.kind == "rate" else "users"
+        if result["best"] is None:
+            return (
+                f"<p style='color:#b00020'>No load in the sweep meets p{result['percentile']} "
+                f"TTFT ≤ {result['slo']['ttft_s']:g} s and TPOT ≤ "
+                f"{result['slo']['tpot_s'] * 1e3:g} ms.</p>"
+            )
+        row = result["row"]
+        return html.escape(
+            f"Best load: {result['best']:g} {unit} → {row['output_tps']:,.0f} output tokens/s "
+            f"(knee of the throughput curve at {result['knee']:g} {unit})."
+        )
+
+    def draw(self, result: dict):
+        return throughput_latency(
+            self.table,
+            percentiles=(50, result["percentile"]) if result["percentile"] != 50 else (50,),
+            knee_load=result["knee"],
+            best=result["best"],
+            slo=result["slo"],
+        )
+
+
+class BatchingExplorer(Explorer):
+    """Offered load and batch limits → continuous versus static batching on the same
+    requests. ``.result`` is ``simulate.compare_engines``'s table (index: policy).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Continuous versus static batching at the same offered load"
+
+    def __init__(
+        self,
+        model: str = "llama-3.1-8b",
+        gpu: str = "h100-sxm",
+        rate: float = 8.0,
+        max_num_seqs: int = 64,
+        n_requests: int = 300,
+    ) -> None:
+        self.model, self.gpu, self.n_requests = get_model(model), get_gpu(gpu), n_requests
+        controls = {
+            "rate": W.FloatLogSlider(
+                value=rate, base=2, min=-1, max=6, step=0.5, description="requests/s"
+            ),
+            "max_num_seqs": W.SelectionSlider(
+                options=[1, 2, 4, 8, 16, 32, 64, 128, 256],
+                value=max_num_seqs,
+                description="max_num_seqs",
+            ),
+            "chunked_prefill": W.Checkbox(value=False, description="chunked prefill"),
+        }
+        super().__init__(controls)
+
+    def compute(self, rate, max_num_seqs, chunked_prefill) -> pd.DataFrame:
+        workload = Workload(
+            self.n_requests,
+            rate=rate,
+            prompt_tokens=LogNormal(500, 1.0, high=8000),
+            output_tokens=LogNormal(200, 1.0, high=2000),
+        )
+        engines = {
+            "static": EngineConfig(policy="static", max_num_seqs=max_num_seqs),
+            "continuous": EngineConfig(max_num_seqs=max_num_seqs, chunked_prefill=chunked_prefill),
+        }
+        return compare_engines(workload, self.model, self.gpu, engines)
+
+    def describe(self, table: pd.DataFrame) -> str:
+        ratio = table.loc["continuous", "output_tps"] / table.loc["static", "output_tps"]
+        return html.escape(
+            f"Continuous batching: {ratio:.2f}× the output throughput of static batching; "
+            f"p99 TTFT {table.loc['continuous', 'ttft_s_p99']:.2f} s vs "
+            f"{table.loc['static', 'ttft_s_p99']:.2f} s."
+        )
+
+    def draw(self, table: pd.DataFrame):
+        return policy_comparison(table, ("output_tps", "ttft_s_p99", "tpot_s_p99"))

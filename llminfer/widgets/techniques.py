@@ -1,0 +1,245 @@
+"""Chapter 5's widgets: one explorer per optimisation, each on a pure function of
+``llminfer.techniques``."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+import pandas as pd
+
+from llminfer import techniques
+from llminfer.plots.techniques import (
+    disaggregation_bars,
+    fragmentation_bars,
+    prefix_ttft_curve,
+    quantization_bars,
+    speculative_curves,
+    tensor_parallel_curves,
+)
+from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.units import format_duration
+from llminfer.widgets._explorer import Explorer
+
+
+class QuantizationExplorer(Explorer):
+    """Model, GPU and GPU count → weight bytes, TPOT floor and KV capacity per weight format
+    (``techniques.quantization_table``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Quantisation: fewer weight bytes, lower decode floor, more KV cache"
+
+    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm", n_gpus=1) -> None:
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "n_gpus": W.IntSlider(value=n_gpus, min=1, max=8, description="GPUs"),
+        }
+        super().__init__(controls)
+
+    def compute(self, model, gpu, n_gpus) -> pd.DataFrame:
+        return techniques.quantization_table(get_model(model), get_gpu(gpu), n_gpus=n_gpus)
+
+    def describe(self, table: pd.DataFrame) -> str:
+        rows = [
+            f"{r.dtype}: {r.weight_bytes / 1e9:.1f} GB/GPU, "
+            f"TPOT ≥ {format_duration(r.tpot_floor_s)}, KV {r.kv_capacity_tokens:,} tokens"
+            + ("" if r.fits else " (does not fit)")
+            for r in table.itertuples()
+        ]
+        return "<br>".join(html.escape(r) for r in rows)
+
+    def draw(self, table: pd.DataFrame):
+        return quantization_bars(table)
+
+
+class PagingExplorer(Explorer):
+    """Maximum length, block size and length ranges → share of reserved KV slots holding
+    tokens (``techniques.fragmentation_simulation``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "PagedAttention: reservation versus blocks"
+
+    def __init__(self, max_tokens=2048, block_size=16, max_prompt=1024, max_output=1024) -> None:
+        controls = {
+            "max_tokens": W.SelectionSlider(
+                options=[512, 1024, 2048, 4096, 8192, 32768],
+                value=max_tokens,
+                description="reserved max length",
+            ),
+            "block_size": W.SelectionSlider(
+                options=[1, 8, 16, 32, 64, 128, 256], value=block_size, description="block size"
+            ),
+            "max_prompt": W.IntSlider(
+                value=max_prompt, min=16, max=4096, step=16, description="prompt up to"
+            ),
+            "max_output": W.IntSlider(
+                value=max_output, min=16, max=4096, step=16, description="output up to"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, max_tokens, block_size, max_prompt, max_output) -> pd.DataFrame:
+        return techniques.fragmentation_simulation(
+            (1, max_prompt), (1, max_output), max_tokens, (block_size,), n_requests=2000
+        )
+
+    def describe(self, table: pd.DataFrame) -> str:
+        return "<br>".join(
+            html.escape(f"{r.policy}: {r.utilization:.1%} of allocated slots hold tokens")
+            for r in table.itertuples()
+        )
+
+    def draw(self, table: pd.DataFrame):
+        return fragmentation_bars(table)
+
+
+class PrefixCacheExplorer(Explorer):
+    """Prompt length, shared prefix and hit rate → prefill time with prefix caching
+    (``techniques.prefix_cache_ttft``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Prefix caching: prefill tokens saved → TTFT"
+
+    def __init__(self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8) -> None:
+        controls = {
+            "prompt_tokens": W.IntSlider(
+                value=prompt_tokens, min=128, max=32768, step=128, description="prompt tokens"
+            ),
+            "shared_prefix_tokens": W.IntSlider(
+                value=shared_prefix_tokens, min=0, max=32768, step=64, description="shared prefix"
+            ),
+            "hit_rate": W.FloatSlider(
+                value=hit_rate, min=0, max=1, step=0.05, description="hit rate"
+            ),
+        }
+        self.model, self.gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+        super().__init__(controls)
+
+    def compute(self, prompt_tokens, shared_prefix_tokens, hit_rate) -> dict:
+        return techniques.prefix_cache_ttft(
+            self.model, self.gpu, prompt_tokens, shared_prefix_tokens, hit_rate
+        )
+
+    def describe(self, result: dict) -> str:
+        return html.escape(
+            f"{result['cached_tokens']:,} tokens reused per hit: prefill "
+            f"{format_duration(result['miss_s'])} → {format_duration(result['hit_s'])} on a hit, "
+            f"{format_duration(result['expected_s'])} on average ({result['speedup']:.2f}×)"
+        )
+
+    def draw(self, result: dict):
+        rates = [i / 10 for i in range(11)]
+        hit, miss = result["hit_s"], result["miss_s"]
+        return prefix_ttft_curve(rates, [r * hit + (1 - r) * miss for r in rates], miss)
+
+
+class SpeculativeExplorer(Explorer):
+    """Acceptance rate α and draft cost ratio c → speed-up per draft length and the best γ
+    (``techniques.speculative_speedup``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Speculative decoding: acceptance rate and draft cost decide the gain"
+
+    def __init__(self, alpha=0.8, cost_ratio=0.05) -> None:
+        controls = {
+            "alpha": W.FloatSlider(
+                value=alpha, min=0, max=0.99, step=0.01, description="acceptance α"
+            ),
+            "cost_ratio": W.FloatSlider(
+                value=cost_ratio, min=0, max=1, step=0.01, description="draft cost ratio c"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, alpha, cost_ratio) -> dict:
+        gamma, speedup = techniques.best_draft_length(alpha, cost_ratio, max_gamma=12)
+        table = techniques.speculative_table([alpha], cost_ratio, range(0, 13))
+        return {"gamma": gamma, "speedup": speedup, "table": table}
+
+    def describe(self, result: dict) -> str:
+        if result["gamma"] == 0:
+            return "<p>Best: do not speculate (every γ > 0 is slower than plain decoding).</p>"
+        return html.escape(f"Best draft length γ = {result['gamma']}: {result['speedup']:.2f}×")
+
+    def draw(self, result: dict):
+        return speculative_curves(result["table"])
+
+
+class TensorParallelExplorer(Explorer):
+    """Model, GPU, batch and context → decode step time versus GPU count over NVLink and
+    PCIe (``techniques.tensor_parallel_table``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Tensor parallelism: where more GPUs stop paying"
+
+    def __init__(self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048):
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "batch": W.SelectionSlider(
+                options=[1, 4, 16, 64, 256], value=batch, description="batch"
+            ),
+            "context_tokens": W.SelectionSlider(
+                options=[512, 2048, 8192, 32768], value=context_tokens, description="context"
+            ),
+        }
+        super().__init__(controls)
+
+    def compute(self, model, gpu, batch, context_tokens) -> pd.DataFrame:
+        return techniques.tensor_parallel_table(
+            get_model(model), get_gpu(gpu), (1, 2, 4, 8), batch, context_tokens
+        )
+
+    def describe(self, table: pd.DataFrame) -> str:
+        rows = [
+            f"{r.link} × {r.n_gpus}: {r.step_s * 1e3:.2f} ms/step (comm {r.comm_s * 1e3:.2f} ms)"
+            f", efficiency {r.efficiency:.0%}{'' if r.fits else ' — weights do not fit'}"
+            for r in table.itertuples()
+        ]
+        return "<br>".join(html.escape(r) for r in rows)
+
+    def draw(self, table: pd.DataFrame):
+        return tensor_parallel_curves(table)
+
+
+class DisaggregationExplorer(Explorer):
+    """Model and GPU → KV transfer time per link against prefill time, per prompt length
+    (``techniques.disaggregation_table``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    title = "Prefill/decode disaggregation: the KV cache has to travel"
+
+    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm") -> None:
+        controls = {
+            "model": W.Dropdown(options=list_models(), value=model, description="model"),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+        }
+        super().__init__(controls)
+
+    def compute(self, model, gpu) -> pd.DataFrame:
+        m = get_model(model)
+        prompts = [p for p in (512, 2048, 8192, 32768) if p <= m.max_context]
+        return techniques.disaggregation_table(m, get_gpu(gpu), prompts)
+
+    def describe(self, table: pd.DataFrame) -> str:
+        worst = table.loc[table["transfer_over_prefill"].idxmax()]
+        return html.escape(
+            f"Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt tokens moves the "
+            f"KV cache in {worst['transfer_over_prefill']:.2f}× the prefill time."
+        )
+
+    def draw(self, table: pd.DataFrame):
+        return disaggregation_bars(table)

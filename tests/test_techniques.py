@@ -1,0 +1,204 @@
+"""Chapter 5's techniques: cited numbers, hand-worked cases, properties and bad input."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llminfer import get_gpu, get_model, kv_cache_bytes, plan_memory, weight_bytes
+from llminfer import techniques as T
+from llminfer.roofline import estimate_latency
+
+LLAMA8 = get_model("llama-3.1-8b")
+LLAMA70 = get_model("llama-3.1-70b")
+H100 = get_gpu("h100-sxm")
+
+# --- speculative decoding (Leviathan, Kalman & Matias, ICML 2023) --------------------------
+
+
+def test_leviathan_expected_tokens_alpha_08_gamma_4():
+    # eq. 1: (1 - 0.8**5) / (1 - 0.8) = 0.67232 / 0.2 = 3.3616
+    assert T.speculative_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
+    assert round(T.speculative_tokens_per_step(0.8, 4), 2) == 3.36
+
+
+def test_speedup_formula_by_hand():
+    # (1 - 0.8**5) / ((1 - 0.8) * (4 * 0.05 + 1)) = 3.3616 / 1.2
+    assert T.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    assert T.speculative_speedup(0.5, 3, 0.0) == pytest.approx(1.875)  # (1 - 1/16) / 0.5
+    assert T.speculative_tokens_per_step(1.0, 5) == 6
+    assert T.speculative_tokens_per_step(0.0, 5) == 1
+
+
+def test_best_draft_length_is_the_argmax():
+    gamma, speedup = T.best_draft_length(0.8, 0.05, max_gamma=16)
+    brute = max(range(17), key=lambda g: T.speculative_speedup(0.8, g, 0.05))
+    assert gamma == brute and speedup == T.speculative_speedup(0.8, brute, 0.05)
+    # low acceptance and an expensive draft: do not speculate
+    assert T.best_draft_length(0.2, 0.5) == (0, 1.0)
+
+
+@pytest.mark.parametrize(("alpha", "gamma"), [(0.8, 4), (0.5, 2), (0.95, 8), (0.3, 1), (0.6, 0)])
+def test_monte_carlo_agrees_with_the_formula(alpha, gamma):
+    sample = T.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
+    assert abs(sample.z_score) < 4  # within sampling error
+    assert sample.mean_tokens == pytest.approx(sample.formula, rel=0.01)
+    again = T.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
+    assert again == sample  # seeded
+
+
+@given(alpha=st.floats(0, 1), gamma=st.integers(0, 32), c=st.floats(0, 2))
+def test_speculative_bounds(alpha, gamma, c):
+    tokens = T.speculative_tokens_per_step(alpha, gamma)
+    assert 1 - 1e-9 <= tokens <= gamma + 1 + 1e-9
+    assert T.speculative_speedup(alpha, gamma, c) <= tokens + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: T.speculative_tokens_per_step(1.2, 4), "alpha"),
+        (lambda: T.speculative_tokens_per_step(0.5, -1), "gamma"),
+        (lambda: T.speculative_speedup(0.5, 2, -0.1), "cost_ratio"),
+        (lambda: T.speculative_monte_carlo(0.5, 2, n_steps=1), "n_steps"),
+    ],
+)
+def test_speculative_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+# --- PagedAttention fragmentation (Kwon et al., SOSP 2023) ----------------------------------
+
+
+def test_fragmentation_hand_worked():
+    # two requests holding 10 and 20 tokens, ending at 30 and 20; max length 64, blocks of 16
+    table = T.kv_fragmentation([10, 20], [30, 20], 64, (16, 1)).set_index("policy")
+    assert table.loc["reserve max", "allocated_tokens"] == 128
+    assert table.loc["reserve max", "utilization"] == 30 / 128
+    assert table.loc["reserve final", "allocated_tokens"] == 50
+    assert table.loc["reserve final", "utilization"] == 30 / 50
+    assert table.loc["paged 16", "allocated_tokens"] == 16 + 32
+    assert table.loc["paged 16", "utilization"] == 30 / 48
+    assert table.loc["paged 1", "waste"] == 0
+
+
+def test_fragmentation_lands_in_the_papers_ranges():
+    # Kwon et al. report 20.4-38.2 % of reserved KV memory holding tokens in earlier systems
+    # and under 4 % waste with paging. Lengths uniform up to 1,024 + 1,024, max 2,048:
+    table = T.fragmentation_simulation((1, 1024), (1, 1024), 2048, (16,), seed=0)
+    table = table.set_index("policy")
+    assert 0.20 <= table.loc["reserve max", "utilization"] <= 0.40
+    assert table.loc["paged 16", "waste"] < 0.04
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 500), st.integers(0, 500)), min_size=1, max_size=40),
+    st.integers(1, 64),
+)
+def test_fragmentation_orders_the_policies(pairs, block):
+    current = [c for c, _ in pairs]
+    final = [c + extra for c, extra in pairs]
+    table = T.kv_fragmentation(current, final, 1000, (block,)).set_index("policy")
+    util = table["utilization"]
+    assert util["reserve max"] <= util["reserve final"] <= 1
+    assert table.loc[f"paged {block}", "allocated_tokens"] - sum(current) <= (block - 1) * len(
+        current
+    )
+
+
+# --- prefix caching ---------------------------------------------------------------------
+
+
+def test_prefix_cache_counts_whole_blocks():
+    assert T.cached_prefix_tokens(1000, 300, 16) == 288
+    assert T.cached_prefix_tokens(300, 300, 16) == 288  # last prompt token always computed
+    assert T.cached_prefix_tokens(100, 1000, 16) == 96
+    assert T.cached_prefix_tokens(10, 15, 16) == 0
+    savings = T.prefix_cache_savings(1000, 300, 0.5)
+    assert savings == {
+        "cached_tokens_per_hit": 288,
+        "saved_tokens_per_request": 144,
+        "saved_share": 0.144,
+    }
+
+
+def test_prefix_cache_ttft_hit_is_faster_and_miss_matches_estimate():
+    result = T.prefix_cache_ttft(LLAMA8, H100, 4096, 3000, hit_rate=0.75)
+    assert result["cached_tokens"] == 2992
+    assert result["hit_s"] < result["miss_s"]
+    assert result["miss_s"] == pytest.approx(estimate_latency(LLAMA8, H100, 4096, 2).ttft_s)
+    assert result["expected_s"] == pytest.approx(0.75 * result["hit_s"] + 0.25 * result["miss_s"])
+    none = T.prefix_cache_ttft(LLAMA8, H100, 4096, 3000, hit_rate=0.0)
+    assert none["speedup"] == 1
+
+
+# --- quantisation --------------------------------------------------------------------------
+
+
+def test_quantization_table():
+    table = T.quantization_table(LLAMA8, H100).set_index("dtype")
+    assert table.loc["bf16", "weight_bytes"] == 2 * LLAMA8.n_params
+    assert table.loc["int4", "bits_per_weight"] == pytest.approx(4 + 16 / 128, rel=1e-6)
+    assert table.loc["int8", "weight_bytes"] == weight_bytes(LLAMA8, "int8")
+    # decode at batch 1 is bandwidth bound: fewer weight bytes, lower floor
+    floors = table["tpot_floor_s"]
+    assert floors["bf16"] > floors["fp8"] >= floors["int8"] * 0.999 > floors["int4"]
+    assert floors["bf16"] / floors["int4"] > 3
+    # the bytes weights give up become KV cache
+    freed = table["freed_kv_tokens"]
+    assert freed["bf16"] == 0 and 0 < freed["fp8"] <= freed["int4"]
+    bf16 = plan_memory(LLAMA8, H100, weight_dtype="bf16").capacity_tokens
+    int4 = plan_memory(LLAMA8, H100, weight_dtype="int4").capacity_tokens
+    assert freed["int4"] == int4 - bf16
+
+
+# --- tensor parallelism ------------------------------------------------------------------
+
+
+def test_tensor_parallel_pcie_pays_more_for_communication():
+    table = T.tensor_parallel_table(LLAMA70, H100, (1, 2, 4, 8))
+    nv = table[table.link == "NVLink"].set_index("n_gpus")
+    pcie = table[table.link == "PCIe"].set_index("n_gpus")
+    assert nv.loc[1, "comm_s"] == 0 and pcie.loc[1, "comm_s"] == 0
+    for n in (2, 4, 8):
+        assert pcie.loc[n, "comm_s"] > nv.loc[n, "comm_s"] > 0
+    # weights split n ways: memory time falls nearly in proportion
+    assert nv.loc[8, "memory_s"] < nv.loc[1, "memory_s"] / 6
+    # ... but the speed-up stays below n and its efficiency falls
+    assert (nv["speedup"] <= nv.index + 1e-9).all()
+    assert nv.loc[8, "efficiency"] < nv.loc[2, "efficiency"] <= 1
+    # 141 GB of weights plus the reserve: 2 H100s leave no KV room, 4 do
+    assert not nv.loc[2, "fits"] and nv.loc[4, "fits"]
+    # at batch 256 the all-reduces carry 256 tokens' activations: PCIe eats the gain
+    big = T.tensor_parallel_table(LLAMA70, H100, (1, 8), batch=256).set_index(["link", "n_gpus"])
+    assert big.loc[("PCIe", 8), "efficiency"] < 0.75 * big.loc[("NVLink", 8), "efficiency"]
+
+
+# --- prefill/decode disaggregation --------------------------------------------------------
+
+
+def test_kv_transfer_by_hand():
+    # 4,096 tokens × 128 KiB = 0.5 GiB over NVLink 4 (450 GB/s per direction)
+    seconds = T.kv_transfer_seconds(LLAMA8, 4096, 450e9)
+    assert seconds == pytest.approx(4096 * 131072 / 450e9)
+    table = T.disaggregation_table(LLAMA8, H100, [512, 4096])
+    row = table[(table.prompt_tokens == 4096) & (table.link == "PCIe")].iloc[0]
+    assert row.kv_bytes == kv_cache_bytes(LLAMA8, 4096)
+    assert row.transfer_s == pytest.approx(row.kv_bytes / H100.pcie_bandwidth)
+    assert row.prefill_s == pytest.approx(estimate_latency(LLAMA8, H100, 4096, 2).ttft_s)
+    nv = table[table.link == "NVLink"]
+    assert (nv.transfer_over_prefill < 1).all()
+
+
+def test_links_required():
+    bare = replace(H100, interconnect_bandwidth=None, pcie_bandwidth=None)
+    with pytest.raises(ValueError, match="link"):
+        T.tensor_parallel_table(LLAMA8, bare)
+    with pytest.raises(ValueError, match="link"):
+        T.disaggregation_table(LLAMA8, bare, [512])
+    with pytest.raises(ValueError, match="link_bandwidth"):
+        T.kv_transfer_seconds(LLAMA8, 10, 0)
+    assert math.isfinite(T.kv_transfer_seconds(LLAMA8, 10, 1e9))
