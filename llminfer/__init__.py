@@ -4,6 +4,9 @@ Importing llminfer runs nothing and pulls in neither matplotlib nor ipywidgets; 
 only with ``llminfer.plots`` and ``llminfer.widgets``.
 """
 
+# Like simulate(), diagnose() stays in its module (llminfer.diagnose) so the name keeps
+# meaning the module; its result types are re-exported.
+from llminfer.diagnose import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
@@ -50,8 +53,10 @@ __all__ = [
     "ARTICLE_COLUMNS",
     "GPU",
     "Cost",
+    "Diagnosis",
     "EngineConfig",
     "Estimate",
+    "Finding",
     "MemoryPlan",
     "Model",
     "RequestLog",

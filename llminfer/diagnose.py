@@ -64,7 +64,7 @@ CHAPTER = {
     "workload": "03_metrics",
     "failures": "06_log_analysis",
     "memory": "04_memory_budget",
-    "queueing": "05_optimizations",
+    "queueing": "03_metrics",
     "prefill": "02_prefill_and_decode",
     "decode": "02_prefill_and_decode",
     "saturation": "03_metrics",
@@ -116,8 +116,9 @@ class Diagnosis:
     """The procedure's findings, in order, and the most important problem (``primary``).
 
     ``primary`` is the first problem in procedure order — fix it first, re-measure, then look
-    again — or None for a healthy log. ``str()`` gives a text report; in a notebook it renders
-    as a table.
+    again — except that between queueing and prefill, the stage with the larger p90 wins (a
+    queue that forms behind long prefills is a prefill problem). None for a healthy log.
+    ``str()`` gives a text report; in a notebook it renders as a table.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -128,7 +129,18 @@ class Diagnosis:
 
     @property
     def primary(self) -> Finding | None:
-        return next((f for f in self.findings if f.verdict == "problem"), None)
+        problems = [f for f in self.findings if f.verdict == "problem"]
+        if not problems:
+            return None
+        steps = {f.step: f for f in problems}
+        # Queueing and prefill both live inside TTFT: a queue behind long prefills is caused by
+        # the prefills, so the larger of the two p90s names the bottleneck.
+        if "queueing" in steps and "prefill" in steps:
+            queue = steps["queueing"].evidence.get("queue_p90_s", float("nan"))
+            prefill = steps["prefill"].evidence.get("prefill_p90_s", float("nan"))
+            loser = "queueing" if prefill > queue else "prefill"
+            problems = [f for f in problems if f.step != loser]
+        return problems[0]
 
     def finding(self, step: str) -> Finding:
         """The finding of one step by name."""
@@ -271,7 +283,7 @@ def _workload(m: pd.DataFrame, ok: np.ndarray) -> tuple[Finding, dict]:
     arrivals = float(np.nanmax(start) - np.nanmin(start)) if len(m) > 1 else float("nan")
     concurrency = float(np.nansum(good["e2e_s"]) / window) if window > 0 else float("nan")
     evidence = {
-        "requests": int(len(m)),
+        "requests": len(m),
         "succeeded": int(ok.sum()),
         "window_s": window,
         "offered_rps": (len(m) - 1) / arrivals if arrivals and arrivals > 0 else float("inf"),
@@ -471,9 +483,14 @@ def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
     }
     if model is not None and gpu is not None:
         floor = estimate_latency(
-            model, gpu, max(1, int(_p(prompts, 90))), 2, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, n_gpus=n_gpus,
-        )  # fmt: skip
+            model,
+            gpu,
+            max(1, int(_p(prompts, 90))),
+            2,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            n_gpus=n_gpus,
+        )
         evidence["estimated_prefill_p90_prompt_s"] = floor.ttft_s
     techniques = (
         "prefix caching",
@@ -525,9 +542,15 @@ def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Fin
         quiet = load[ok] <= np.nanpercentile(load[ok], 10)
         batch = max(1, int(np.median(load[ok][quiet])))
         floor = estimate_latency(
-            model, gpu, context, outputs, batch=batch, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, n_gpus=n_gpus,
-        ).ideal.tpot_s  # fmt: skip
+            model,
+            gpu,
+            context,
+            outputs,
+            batch=batch,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            n_gpus=n_gpus,
+        ).ideal.tpot_s
         low_load_ratio = _p(tpot[quiet], 50) / floor
         evidence["low_load_batch"] = batch
         evidence["tpot_floor_s"] = floor
@@ -566,17 +589,16 @@ def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Fin
             "decode",
             "problem",
             evidence,
-            "TPOT misses its target at every load: the model is too slow for this GPU and "
-            "target",
+            "TPOT misses its target at every load: the model is too slow for this GPU and target",
             ("quantisation", "speculative decoding", "tensor parallelism"),
         )
     if low_load_ratio > FLOOR_MULTIPLE:
         return Finding(
             "decode",
-            "problem",
+            "ok",
             evidence,
-            f"TPOT meets its target but is {low_load_ratio:.1f}x the bandwidth floor at low "
-            "load: room to gain",
+            f"TPOT meets its target, though at low load it is {low_load_ratio:.1f}x the "
+            "bandwidth floor: room to gain if the target tightens",
             ("quantisation", "speculative decoding"),
         )
     return Finding("decode", "ok", evidence, "TPOT meets its target")
@@ -585,7 +607,6 @@ def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Fin
 def _saturation(m, ok, workload: dict, closed_loop: bool) -> Finding:
     good = m[ok]
     end = np.sort(good["end_ts"].to_numpy(float))
-    start = np.sort(m["start_ts"].to_numpy(float))
     evidence: dict[str, Any] = {}
     if len(end) < 10:
         return Finding(
@@ -663,8 +684,13 @@ def diagnose(
     if ok.sum() < 3:
         for step in STEPS[2:]:
             findings.append(
-                Finding(step, "cant_tell", {}, "too few successful requests",
-                        missing=("successful requests",))  # fmt: skip
+                Finding(
+                    step,
+                    "cant_tell",
+                    {},
+                    "too few successful requests",
+                    missing=("successful requests",),
+                )
             )
         return Diagnosis(findings, targets, notes)
     closed_loop = not math.isfinite(workload["offered_rps"])
@@ -678,3 +704,82 @@ def diagnose(
     if model is None or gpu is None:
         notes.append("(pass model= and gpu= to compare with the memory budget and the floors)")
     return Diagnosis(findings, targets, notes)
+
+
+def procedure_table() -> pd.DataFrame:
+    """The troubleshooting order as a table: per step, the question, what is measured, the
+    rule (with the thresholds this module uses) and the chapter that explains it.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    budget = f"{TTFT_BUDGET_SHARE:.0%} of the TTFT target"
+    rows = {
+        "workload": (
+            "request count, prompt/answer lengths, offered rate, mean in flight",
+            f"at least {MIN_REQUESTS} successful requests, else can't tell",
+        ),
+        "failures": ("failed / all requests", f"problem above {MAX_FAILED_FRACTION:.0%}"),
+        "memory": (
+            "preemptions; peak tokens in flight vs KV capacity (chapter 4's plan)",
+            f"problem if any preemption or peak ≥ {KV_FULL_SHARE:.0%} of capacity",
+        ),
+        "queueing": (
+            "queue = scheduled − start (or TTFT vs load, by correlation)",
+            f"problem if p90 queue > {budget}",
+        ),
+        "prefill": (
+            "prefill = first token − scheduled; its rank correlation with prompt length",
+            f"problem if p90 prefill > {budget} and ρ > {STRONG_CORRELATION}",
+        ),
+        "decode": (
+            "TPOT vs target, vs load, vs overlapping prefills, vs the bandwidth floor",
+            "problem if p90 TPOT > target; cause = the strongest correlate, or "
+            f"> {FLOOR_MULTIPLE:g}x the floor at low load",
+        ),
+        "saturation": (
+            "requests served per second vs offered (middle 80 % of the run)",
+            f"problem if served < {SERVED_SHARE:.0%} of offered",
+        ),
+    }
+    return pd.DataFrame(
+        [
+            {
+                "step": step,
+                "question": QUESTION[step],
+                "measurement": rows[step][0],
+                "rule": rows[step][1],
+                "chapter": CHAPTER[step],
+            }
+            for step in STEPS
+        ]
+    ).set_index("step")
+
+
+def remeasure(
+    before: RequestLog | pd.DataFrame,
+    after: RequestLog | pd.DataFrame,
+    slo: dict[str, float],
+) -> pd.DataFrame:
+    """Before and after one change, on the same workload: p50/p90 TTFT and TPOT (seconds),
+    output tokens/s, goodput (requests/s meeting ``slo``) and the good fraction.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    from llminfer.metrics import summarize
+
+    keys = [
+        "ttft_s_p50",
+        "ttft_s_p90",
+        "tpot_s_p50",
+        "tpot_s_p90",
+        "output_tps",
+        "goodput_rps",
+        "good_fraction",
+    ]
+    rows = {}
+    for label, log in (("before", before), ("after", after)):
+        flat = summarize(log, percentiles=(50, 90), slo=slo).to_dict()
+        rows[label] = {k: flat[k] for k in keys}
+    table = pd.DataFrame(rows)
+    table["change"] = table["after"] / table["before"]
+    return table

@@ -2,6 +2,7 @@
 none calls ``plt.show()``. Axes say their units. Tests assert on the data behind a figure.
 """
 
+from llminfer.plots.diagnose import before_after_cdf
 from llminfer.plots.logs import (
     latency_cdf,
     load_over_time,
@@ -28,6 +29,7 @@ from llminfer.plots.techniques import (
 )
 
 __all__ = [
+    "before_after_cdf",
     "concurrency_curve",
     "decode_batch_chart",
     "disaggregation_bars",

@@ -5,6 +5,7 @@ value), ``.figure`` and ``.error``; display it in a notebook to get the sliders.
 """
 
 from llminfer.widgets._explorer import Explorer
+from llminfer.widgets.diagnose import DiagnosisExplorer
 from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
 from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
@@ -20,6 +21,7 @@ from llminfer.widgets.techniques import (
 
 __all__ = [
     "BatchingExplorer",
+    "DiagnosisExplorer",
     "DisaggregationExplorer",
     "Explorer",
     "LoadExplorer",

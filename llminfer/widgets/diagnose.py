@@ -1,0 +1,75 @@
+"""Chapter 7's widget: pick a case study, apply its fix or not, move the targets → diagnosis."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from llminfer.cases import CASE_SLO, CASE_STUDIES
+from llminfer.diagnose import Diagnosis, diagnose
+from llminfer.plots.diagnose import before_after_cdf
+from llminfer.simulate import SimResult
+from llminfer.widgets._explorer import Explorer
+
+
+class DiagnosisExplorer(Explorer):
+    """Diagnose a simulated case study as found or with its fix applied, under adjustable
+    targets. ``.result`` is the ``Diagnosis``; the picture compares the chosen run's TTFT and
+    TPOT with the case as found.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    title = "Troubleshooting: case study → diagnosis"
+
+    def __init__(
+        self,
+        case: str = "prefill_interference",
+        fixed: bool = False,
+        ttft_ms: float = CASE_SLO["ttft_s"] * 1e3,
+        tpot_ms: float = CASE_SLO["tpot_s"] * 1e3,
+    ) -> None:
+        self._runs: dict[tuple[str, bool], SimResult] = {}
+        controls = {
+            "case": W.Dropdown(options=list(CASE_STUDIES), value=case, description="case"),
+            "fixed": W.Checkbox(value=fixed, description="apply the suggested change"),
+            "ttft_ms": W.FloatSlider(
+                value=ttft_ms, min=50, max=5000, step=50, description="TTFT target (ms)"
+            ),
+            "tpot_ms": W.FloatSlider(
+                value=tpot_ms, min=5, max=200, step=1, description="TPOT target (ms)"
+            ),
+        }
+        super().__init__(controls)
+
+    def run(self, case: str, fixed: bool) -> SimResult:
+        """The simulated run, computed once per (case, fixed) and kept."""
+        key = (case, fixed and bool(CASE_STUDIES[case].fix))
+        if key not in self._runs:
+            self._runs[key] = CASE_STUDIES[case].run(fixed=key[1])
+        return self._runs[key]
+
+    def compute(self, case: str, fixed: bool, ttft_ms: float, tpot_ms: float) -> Diagnosis:
+        study = CASE_STUDIES[case]
+        deployment = study.fixed_deployment if fixed else study.deployment
+        slo = {"ttft_s": ttft_ms / 1e3, "tpot_s": tpot_ms / 1e3}
+        return diagnose(self.run(case, fixed).log, slo=slo, **deployment.diagnose_kwargs())
+
+    def describe(self, diagnosis: Diagnosis) -> str:
+        study = CASE_STUDIES[self.controls["case"].value]
+        fix = (
+            f"<br>suggested change: {html.escape(study.fix_description)}"
+            if study.fix
+            else "<br>(a healthy service: no change to apply)"
+        )
+        return f"<p><i>{html.escape(study.story)}</i>{fix}</p>{diagnosis._repr_html_()}"
+
+    def draw(self, diagnosis: Diagnosis):
+        case = self.controls["case"].value
+        return before_after_cdf(
+            self.run(case, False).log,
+            self.run(case, self.controls["fixed"].value).log,
+            slo=diagnosis.slo,
+            title=f"{case}: as found vs {'fixed' if self.controls['fixed'].value else 'as found'}",
+        )
