@@ -123,11 +123,11 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         ),
         CaseStudy(
             "long_prompts",
-            "Document question answering: 4k–24k-token prompts, one request every 2 s.",
+            "Document question answering: 6k–32k-token prompts, one request every 2 s.",
             Workload(
                 200,
                 rate=0.5,
-                prompt_tokens=Uniform(4000, 24000),
+                prompt_tokens=Uniform(6000, 32000),
                 output_tokens=LogNormal(128, 0.5, 8, 1024),
                 seed=3,
             ),

@@ -48,8 +48,9 @@ MIN_REQUESTS = 50
 MIN_CORRELATION_PAIRS = 20
 #: Share of requests that may fail before failures are the first thing to fix.
 MAX_FAILED_FRACTION = 0.01
-#: A stage is "the problem" when its p90 eats this share of the TTFT target ...
-TTFT_BUDGET_SHARE = 0.5
+#: A stage (queue or prefill) is "the problem" when TTFT misses its target and the stage's p90
+#: is more than this share of TTFT's p90 ...
+STAGE_SHARE = 0.5
 #: ... and a correlation counts as evidence when its rank coefficient exceeds this.
 STRONG_CORRELATION = 0.5
 #: Tokens in flight above this share of the KV capacity leave no room for bursts.
@@ -136,9 +137,13 @@ class Diagnosis:
         # Queueing and prefill both live inside TTFT: a queue behind long prefills is caused by
         # the prefills, so the larger of the two p90s names the bottleneck.
         if "queueing" in steps and "prefill" in steps:
-            queue = steps["queueing"].evidence.get("queue_p90_s", float("nan"))
-            prefill = steps["prefill"].evidence.get("prefill_p90_s", float("nan"))
-            loser = "queueing" if prefill > queue else "prefill"
+            queue, prefill = steps["queueing"].evidence, steps["prefill"].evidence
+            if "queue_p90_s" in queue:
+                prefill_wins = prefill["prefill_p90_s"] > queue["queue_p90_s"]
+            else:  # no split: the stronger correlation (prompt length vs load) decides
+                load = max(queue["rho_ttft_load"], queue["rho_ttft_time"])
+                prefill_wins = prefill["rho_ttft_prompt"] > load
+            loser = "queueing" if prefill_wins else "prefill"
             problems = [f for f in problems if f.step != loser]
         return problems[0]
 
@@ -245,7 +250,8 @@ def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
 
     A prefill runs between ``scheduled_ts`` (or, without it, ``start_ts``) and the first token;
     its tokens are counted where that span overlaps ``[first token, end]`` of the request,
-    spread evenly over the span. Vectorised with cumulative sums over a time grid.
+    spread evenly over the span. Exact and O(n log n): the cumulative count of prefill tokens
+    done by time t is piecewise linear, with a kink at every prefill's start and end.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -256,20 +262,28 @@ def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
     end = metrics["end_ts"].to_numpy(float)
     tokens = metrics["input_tokens"].to_numpy(float)
     ok = np.isfinite(begin) & np.isfinite(first) & np.isfinite(end)
-    if ok.sum() == 0:
+    if not ok.any():
         return np.full(len(metrics), np.nan)
-    # Prefill "density": tokens per second spread over [begin, first]; integrate it on a grid.
-    t0, t1 = float(begin[ok].min()), float(end[ok].max())
-    grid = np.linspace(t0, t1, 2049)
-    span = np.maximum(first - begin, 1e-9)
-    rate = np.where(ok, tokens / span, 0.0)
-    # cumulative prefill tokens done by time t: Σ rate · clip(t − begin, 0, span)
-    done = np.zeros_like(grid)
-    for lo in range(0, len(grid), 256):
-        part = grid[lo : lo + 256, None]
-        done[lo : lo + 256] = (rate * np.clip(part - begin, 0, span)).sum(axis=1)
-    during = np.interp(end, grid, done) - np.interp(first, grid, done)
-    # take the request's own prefill out (it ended at `first`, so it never overlaps)
+    span = first[ok] - begin[ok]
+    instant = span <= 0  # a prefill of zero duration adds its tokens as a step
+    rate = np.where(instant, 0.0, tokens[ok] / np.where(instant, 1.0, span))
+    kinks = np.concatenate([begin[ok], first[ok]])
+    slope_change = np.concatenate([rate, -rate])
+    jump = np.concatenate([np.where(instant, tokens[ok], 0.0), np.zeros(ok.sum())])
+    order = np.argsort(kinks, kind="stable")
+    kinks, slope_change, jump = kinks[order], slope_change[order], jump[order]
+    slope = np.cumsum(slope_change)  # slope just after each kink
+    rise = np.concatenate([[0.0], slope[:-1] * np.diff(kinks)])
+    done = np.cumsum(rise) + np.cumsum(jump)  # tokens done at (just after) each kink
+
+    def done_by(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(kinks, t, side="right") - 1
+        inside = i >= 0
+        j = np.where(inside, i, 0)
+        return np.where(inside, done[j] + slope[j] * (t - kinks[j]), 0.0)
+
+    during = np.full(len(metrics), np.nan)
+    during[ok] = done_by(end[ok]) - done_by(first[ok])
     decode_s = end - first
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(ok & (decode_s > 0), during / decode_s, np.nan)
@@ -415,32 +429,42 @@ def _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype) -> F
 
 def _queueing(m, ok, slo, load) -> Finding:
     good = m[ok]
-    target = slo.get("ttft_s", DEFAULT_SLO["ttft_s"])
+    target = slo["ttft_s"]
     ttft = good["ttft_s"].to_numpy(float)
-    evidence: dict[str, Any] = {"ttft_p90_s": _p(ttft, 90)}
+    ttft_p90 = _p(ttft, 90)
+    evidence: dict[str, Any] = {"ttft_p90_s": ttft_p90, "ttft_target_s": target}
     techniques = ("continuous batching", "quantisation", "tensor parallelism")
-    trend = _rank_correlation(good["start_ts"].to_numpy(float), ttft)
+    misses = ttft_p90 > target
     if "queue_s" in good:
-        queue = good["queue_s"].to_numpy(float)
-        evidence["queue_p90_s"] = _p(queue, 90)
-        evidence["queue_share_of_ttft_p90"] = evidence["queue_p90_s"] / evidence["ttft_p90_s"]
-        if evidence["queue_p90_s"] > TTFT_BUDGET_SHARE * target:
+        queue_p90 = _p(good["queue_s"].to_numpy(float), 90)
+        evidence["queue_p90_s"] = queue_p90
+        if misses and queue_p90 > STAGE_SHARE * ttft_p90:
             return Finding(
                 "queueing",
                 "problem",
                 evidence,
-                f"requests wait {evidence['queue_p90_s']:.3g} s (p90) before prefill starts — "
-                f"over {TTFT_BUDGET_SHARE:.0%} of the {target:g} s TTFT target: more load than "
-                "the server schedules",
+                f"TTFT misses its {target:g} s target (p90 {ttft_p90:.3g} s) and waiting before "
+                f"prefill is most of it (p90 queue {queue_p90:.3g} s): more load than the "
+                "server schedules",
                 techniques,
             )
+        if queue_p90 > STAGE_SHARE * target:
+            return Finding(
+                "queueing",
+                "ok",
+                evidence,
+                f"TTFT meets its target, but the queue already takes {queue_p90:.3g} s (p90): "
+                "little headroom for more load",
+            )
         return Finding("queueing", "ok", evidence, "waiting is a small part of TTFT")
-    # Without scheduled_ts: TTFT growing with load (or over the run) at a given prompt length.
+    # Without scheduled_ts: does TTFT grow with load (or over the run) at a given prompt length?
     residual = ttft - _fit_linear(good["input_tokens"].to_numpy(float), ttft)
     rho_load = _rank_correlation(load[ok].astype(float), residual)
-    evidence.update({"rho_ttft_load": rho_load, "rho_ttft_time": trend})
-    strongest = np.nanmax([rho_load, trend]) if np.isfinite([rho_load, trend]).any() else np.nan
-    if evidence["ttft_p90_s"] > target and strongest > STRONG_CORRELATION:
+    rho_time = _rank_correlation(good["start_ts"].to_numpy(float), ttft)
+    evidence.update({"rho_ttft_load": rho_load, "rho_ttft_time": rho_time})
+    if not misses:
+        return Finding("queueing", "ok", evidence, "TTFT meets its target")
+    if max(np.nan_to_num([rho_load, rho_time], nan=-1.0)) > STRONG_CORRELATION:
         return Finding(
             "queueing",
             "problem",
@@ -449,14 +473,12 @@ def _queueing(m, ok, slo, load) -> Finding:
             "correlation: the log has no scheduled_ts to measure the queue directly)",
             techniques,
         )
-    if evidence["ttft_p90_s"] <= TTFT_BUDGET_SHARE * target:
-        return Finding("queueing", "ok", evidence, "TTFT is well inside its target")
     return Finding(
         "queueing",
         "cant_tell",
         evidence,
-        "without scheduled_ts the queue cannot be split from prefill, and TTFT does not "
-        "clearly follow load",
+        "TTFT misses its target but does not clearly follow load; without scheduled_ts the "
+        "queue cannot be measured on its own",
         missing=("scheduled_ts",),
     )
 
@@ -471,61 +493,63 @@ def _fit_linear(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
     good = m[ok]
-    target = slo.get("ttft_s", DEFAULT_SLO["ttft_s"])
+    target = slo["ttft_s"]
+    ttft_p90 = _p(good["ttft_s"].to_numpy(float), 90)
     prompts = good["input_tokens"].to_numpy(float)
     has_split = "prefill_s" in good
-    prefill = good["prefill_s" if has_split else "ttft_s"].to_numpy(float)
     name = "prefill" if has_split else "ttft"
+    stage = good[f"{name}_s"].to_numpy(float)
+    stage_p90 = _p(stage, 90)
     evidence: dict[str, Any] = {
-        f"{name}_p90_s": _p(prefill, 90),
-        f"rho_{name}_prompt": _rank_correlation(prompts, prefill),
+        f"{name}_p90_s": stage_p90,
+        f"rho_{name}_prompt": _rank_correlation(prompts, stage),
         "input_tokens_p90": _p(prompts, 90),
     }
     if model is not None and gpu is not None:
-        floor = estimate_latency(
+        estimate = estimate_latency(
             model,
             gpu,
-            max(1, int(_p(prompts, 90))),
+            max(1, int(evidence["input_tokens_p90"])),
             2,
             weight_dtype=weight_dtype,
             kv_dtype=kv_dtype,
             n_gpus=n_gpus,
         )
-        evidence["estimated_prefill_p90_prompt_s"] = floor.ttft_s
+        evidence["estimated_prefill_at_p90_prompt_s"] = estimate.ttft_s
     techniques = (
         "prefix caching",
         "FlashAttention",
         "tensor parallelism",
         "prefill/decode disaggregation",
     )
-    long = evidence[f"{name}_p90_s"] > TTFT_BUDGET_SHARE * target
+    misses = ttft_p90 > target
     tracks = evidence[f"rho_{name}_prompt"] > STRONG_CORRELATION
-    if long and tracks:
+    if misses and stage_p90 > STAGE_SHARE * ttft_p90 and tracks:
         return Finding(
             "prefill",
             "problem",
             evidence,
-            f"prefill of long prompts ({evidence['input_tokens_p90']:.0f} tokens at p90) takes "
-            f"{evidence[f'{name}_p90_s']:.3g} s — most of the {target:g} s TTFT target; TTFT "
-            "tracks prompt length"
+            f"TTFT misses its {target:g} s target and the prompts' own prefill is most of it: "
+            f"{stage_p90:.3g} s at p90 for prompts up to {evidence['input_tokens_p90']:.0f} "
+            "tokens, growing with prompt length"
             + ("" if has_split else " (inferred by correlation: no scheduled_ts in the log)"),
             techniques,
         )
-    if not has_split and long:
+    if misses and not has_split:
         return Finding(
             "prefill",
             "cant_tell",
             evidence,
-            "TTFT is long but does not follow prompt length; without scheduled_ts prefill "
-            "cannot be measured on its own",
+            "TTFT misses its target but does not follow prompt length; without scheduled_ts "
+            "prefill cannot be measured on its own",
             missing=("scheduled_ts",),
         )
-    return Finding("prefill", "ok", evidence, "prefill fits inside the TTFT target")
+    return Finding("prefill", "ok", evidence, "prefill is not what makes TTFT miss its target")
 
 
 def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
     good = m[ok]
-    target = slo.get("tpot_s", DEFAULT_SLO["tpot_s"])
+    target = slo["tpot_s"]
     tpot = good["tpot_s"].to_numpy(float)
     interference = overlapping_prefill_tokens(good)
     evidence: dict[str, Any] = {
@@ -608,9 +632,13 @@ def _saturation(m, ok, workload: dict, closed_loop: bool) -> Finding:
     good = m[ok]
     end = np.sort(good["end_ts"].to_numpy(float))
     evidence: dict[str, Any] = {}
-    if len(end) < 10:
+    if len(end) < MIN_REQUESTS:
         return Finding(
-            "saturation", "cant_tell", evidence, "too few requests", missing=("more requests",)
+            "saturation",
+            "cant_tell",
+            evidence,
+            f"fewer than {MIN_REQUESTS} successful requests: too few to measure a served rate",
+            missing=("more requests",),
         )
     # Served rate over the middle of the run (warm-up and drain left out), against arrivals.
     lo, hi = int(0.1 * len(end)), int(0.9 * len(end))
@@ -712,7 +740,7 @@ def procedure_table() -> pd.DataFrame:
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    budget = f"{TTFT_BUDGET_SHARE:.0%} of the TTFT target"
+    stage = f"TTFT p90 misses the target and the stage's p90 > {STAGE_SHARE:.0%} of TTFT's p90"
     rows = {
         "workload": (
             "request count, prompt/answer lengths, offered rate, mean in flight",
@@ -725,11 +753,11 @@ def procedure_table() -> pd.DataFrame:
         ),
         "queueing": (
             "queue = scheduled − start (or TTFT vs load, by correlation)",
-            f"problem if p90 queue > {budget}",
+            f"problem if {stage}",
         ),
         "prefill": (
             "prefill = first token − scheduled; its rank correlation with prompt length",
-            f"problem if p90 prefill > {budget} and ρ > {STRONG_CORRELATION}",
+            f"problem if {stage} and ρ > {STRONG_CORRELATION}",
         ),
         "decode": (
             "TPOT vs target, vs load, vs overlapping prefills, vs the bandwidth floor",
