@@ -208,10 +208,14 @@ class Diagnosis:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, float):
+    if isinstance(value, (int, np.integer)):
+        return f"{value:,}"
+    if isinstance(value, (float, np.floating)):
         if math.isnan(value):
             return "n/a"
-        return f"{value:.3g}"
+        if math.isinf(value) or abs(value) < 1000:
+            return f"{value:.3g}"
+        return f"{value:,.0f}"
     return str(value)
 
 
@@ -530,8 +534,8 @@ def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
             "problem",
             evidence,
             f"TTFT misses its {target:g} s target and the prompts' own prefill is most of it: "
-            f"{stage_p90:.3g} s at p90 for prompts up to {evidence['input_tokens_p90']:.0f} "
-            "tokens, growing with prompt length"
+            f"{stage_p90:.3g} s at p90 (prompts of {evidence['input_tokens_p90']:,.0f} tokens at "
+            "p90), growing with prompt length"
             + ("" if has_split else " (inferred by correlation: no scheduled_ts in the log)"),
             techniques,
         )
@@ -544,6 +548,8 @@ def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
             "prefill cannot be measured on its own",
             missing=("scheduled_ts",),
         )
+    if not misses:
+        return Finding("prefill", "ok", evidence, "TTFT meets its target")
     return Finding("prefill", "ok", evidence, "prefill is not what makes TTFT miss its target")
 
 
