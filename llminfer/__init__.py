@@ -9,6 +9,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 from llminfer.diagnose import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.latency import Estimate, estimate_latency
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
     MemoryPlan,
@@ -31,12 +32,10 @@ from llminfer.models import Model
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.roofline import (
     Cost,
-    Estimate,
     StepTimer,
     arithmetic_intensity,
     attended_pairs,
     bound,
-    estimate_latency,
     ridge_point,
     step_cost,
     step_timer,

@@ -29,11 +29,11 @@ import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
+from llminfer.latency import estimate_latency
 from llminfer.logs import RequestLog
 from llminfer.memory import plan_memory
 from llminfer.metrics import request_metrics
 from llminfer.models import Model
-from llminfer.roofline import estimate_latency
 
 STEPS = ("workload", "failures", "memory", "queueing", "prefill", "decode", "saturation")
 VERDICTS = ("ok", "problem", "cant_tell")

@@ -15,6 +15,7 @@ import pandas as pd
 from llminfer.hardware import GPU
 from llminfer.models import Model
 from llminfer.units import GiB, bytes_per_element, check_dtype, format_bytes
+from llminfer.validate import check_int
 
 #: Bytes of one quantisation scale (an fp16/bf16 number) stored per group of weights.
 SCALE_BYTES = 2
@@ -26,17 +27,10 @@ RUNTIME_OVERHEAD_BYTES = 1 * GiB
 PROFILE_BATCH_TOKENS = 8192
 
 
-def _check_count(name: str, value: object, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
-        raise ValueError(f"{name}={value!r} must be {kind}")
-    return value
-
-
 def _check_block_size(block_size: object, allow_none: bool) -> int | None:
     if block_size is None and allow_none:
         return None
-    return _check_count("block_size", block_size, minimum=1)
+    return check_int("block_size", block_size, minimum=1)
 
 
 def kv_cache_gib(
@@ -56,9 +50,9 @@ def kv_cache_gib(
     Introduced in: notebooks/04_memory_budget.ipynb
     """
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim)):
-        _check_count(name, value, minimum=1)
-    _check_count("tokens", tokens)
-    _check_count("concurrency", concurrency, minimum=1)
+        check_int(name, value, minimum=1)
+    check_int("tokens", tokens)
+    check_int("concurrency", concurrency, minimum=1)
     if isinstance(bytes_per_element, bool) or not (
         isinstance(bytes_per_element, (int, float)) and bytes_per_element > 0
     ):
@@ -81,7 +75,7 @@ def kv_elements_per_token_per_layer(model: Model, tp: int = 1) -> int:
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    _check_count("tp", tp, minimum=1)
+    check_int("tp", tp, minimum=1)
     if model.kv_lora_rank is not None:
         return model.kv_lora_rank + model.qk_rope_head_dim
     return 2 * _kv_heads_per_gpu(model, tp) * model.head_dim
@@ -126,8 +120,8 @@ def kv_cache_bytes(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    _check_count("tokens", tokens)
-    _check_count("concurrency", concurrency, minimum=1)
+    check_int("tokens", tokens)
+    check_int("concurrency", concurrency, minimum=1)
     block_size = _check_block_size(block_size, allow_none=True)
     per_element = bytes_per_element(check_dtype(kv_dtype, "kv_dtype"))
     elements = kv_elements_per_token_per_layer(model, tp)
@@ -159,7 +153,7 @@ def weight_bytes(model: Model | float, dtype: str = "bf16", group_size: int | No
     dtype = check_dtype(dtype)
     total = n_params * bytes_per_element(dtype)
     if group_size is not None:
-        _check_count("group_size", group_size, minimum=1)
+        check_int("group_size", group_size, minimum=1)
         if bytes_per_element(dtype) <= 1:
             total += math.ceil(n_params / group_size) * SCALE_BYTES
     return total
@@ -209,7 +203,7 @@ def max_concurrency(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    _check_count("context_tokens", context_tokens, minimum=1)
+    check_int("context_tokens", context_tokens, minimum=1)
     capacity = kv_capacity_tokens(model, kv_budget_bytes, kv_dtype, block_size, tp)
     blocks_available = capacity // block_size
     per_request = kv_cache_bytes(model, context_tokens, kv_dtype, block_size=block_size, tp=tp)
@@ -232,8 +226,8 @@ def default_reserve_bytes(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    _check_count("tp", tp, minimum=1)
-    _check_count("batch_tokens", batch_tokens, minimum=1)
+    check_int("tp", tp, minimum=1)
+    check_int("batch_tokens", batch_tokens, minimum=1)
     activations = batch_tokens * (4 * model.hidden_size + 2 * model.intermediate_size / tp) * 2
     return RUNTIME_OVERHEAD_BYTES + activations
 
@@ -255,7 +249,7 @@ def allocated_kv_tokens(
     """
     if (block_size is None) == (reserve_tokens is None):
         raise ValueError("give exactly one of block_size (paged) or reserve_tokens (contiguous)")
-    lengths = [_check_count("seq_tokens", t) for t in seq_tokens]
+    lengths = [check_int("seq_tokens", t) for t in seq_tokens]
     if reserve_tokens is not None:
         if isinstance(reserve_tokens, int):
             reserves = [reserve_tokens] * len(lengths)
@@ -266,7 +260,7 @@ def allocated_kv_tokens(
                     f"reserve_tokens has {len(reserves)} entries but seq_tokens has {len(lengths)}"
                 )
         for reserve in reserves:
-            _check_count("reserve_tokens", reserve, minimum=1)
+            check_int("reserve_tokens", reserve, minimum=1)
         too_long = [(t, r) for t, r in zip(lengths, reserves, strict=True) if t > r]
         if too_long:
             raise ValueError(
@@ -385,8 +379,8 @@ def plan_memory(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    _check_count("n_gpus", n_gpus, minimum=1)
-    _check_count("concurrency", concurrency, minimum=1)
+    check_int("n_gpus", n_gpus, minimum=1)
+    check_int("concurrency", concurrency, minimum=1)
     weight_dtype = check_dtype(weight_dtype, "weight_dtype")
     kv_dtype = check_dtype(kv_dtype, "kv_dtype")
     block_size = _check_block_size(block_size, allow_none=False)
@@ -396,7 +390,7 @@ def plan_memory(
         raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization!r} must be in (0, 1]")
     if context_tokens is None:
         context_tokens = model.max_context
-    _check_count("context_tokens", context_tokens, minimum=1)
+    check_int("context_tokens", context_tokens, minimum=1)
     if reserve_bytes is None:
         reserve_bytes = default_reserve_bytes(model, tp=n_gpus)
     elif isinstance(reserve_bytes, bool) or not (

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-def _require_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
+from llminfer.validate import check_int
 
 
 def llama_param_count(
@@ -43,7 +40,7 @@ def llama_param_count(
         ("intermediate_size", intermediate_size),
         ("vocab_size", vocab_size),
     ):
-        _require_positive_int(name, value)
+        check_int(name, value, minimum=1)
     attention = 2 * hidden_size * n_heads * head_dim + 2 * hidden_size * n_kv_heads * head_dim
     mlp = 3 * hidden_size * intermediate_size
     per_layer = attention + mlp + 2 * hidden_size
@@ -91,10 +88,10 @@ class Model:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name={self.name!r} must be a non-empty string")
         for name in ("n_layers", "hidden_size", "n_heads", "vocab_size", "max_context"):
-            _require_positive_int(name, getattr(self, name))
+            check_int(name, getattr(self, name), minimum=1)
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
-        _require_positive_int("n_kv_heads", self.n_kv_heads)
+        check_int("n_kv_heads", self.n_kv_heads, minimum=1)
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads} "
@@ -107,10 +104,10 @@ class Model:
                     f"multiple of n_heads={self.n_heads}; pass head_dim explicitly"
                 )
             object.__setattr__(self, "head_dim", self.hidden_size // self.n_heads)
-        _require_positive_int("head_dim", self.head_dim)
+        check_int("head_dim", self.head_dim, minimum=1)
         if self.intermediate_size is None:
             object.__setattr__(self, "intermediate_size", 4 * self.hidden_size)
-        _require_positive_int("intermediate_size", self.intermediate_size)
+        check_int("intermediate_size", self.intermediate_size, minimum=1)
         self._check_sliding_window()
         self._check_mla()
         self._check_experts()
@@ -123,7 +120,7 @@ class Model:
                     f"n_sliding_layers={self.n_sliding_layers} needs a sliding_window size"
                 )
             return
-        _require_positive_int("sliding_window", self.sliding_window)
+        check_int("sliding_window", self.sliding_window, minimum=1)
         if not isinstance(self.n_sliding_layers, int) or not (
             1 <= self.n_sliding_layers <= self.n_layers
         ):
@@ -140,8 +137,8 @@ class Model:
                 f"qk_rope_head_dim={self.qk_rope_head_dim!r})"
             )
         if self.kv_lora_rank is not None:
-            _require_positive_int("kv_lora_rank", self.kv_lora_rank)
-            _require_positive_int("qk_rope_head_dim", self.qk_rope_head_dim)
+            check_int("kv_lora_rank", self.kv_lora_rank, minimum=1)
+            check_int("qk_rope_head_dim", self.qk_rope_head_dim, minimum=1)
 
     def _check_experts(self) -> None:
         if (self.n_experts is None) != (self.experts_per_token is None):
@@ -151,8 +148,8 @@ class Model:
                 f"experts_per_token={self.experts_per_token!r})"
             )
         if self.n_experts is not None:
-            _require_positive_int("n_experts", self.n_experts)
-            _require_positive_int("experts_per_token", self.experts_per_token)
+            check_int("n_experts", self.n_experts, minimum=1)
+            check_int("experts_per_token", self.experts_per_token, minimum=1)
             if self.experts_per_token > self.n_experts:
                 raise ValueError(
                     f"experts_per_token={self.experts_per_token} exceeds n_experts={self.n_experts}"
@@ -170,10 +167,10 @@ class Model:
                 self.vocab_size,
             )
             object.__setattr__(self, "n_params", count)
-        _require_positive_int("n_params", self.n_params)
+        check_int("n_params", self.n_params, minimum=1)
         if self.n_active_params is None:
             object.__setattr__(self, "n_active_params", self.n_params)
-        _require_positive_int("n_active_params", self.n_active_params)
+        check_int("n_active_params", self.n_active_params, minimum=1)
         if self.n_active_params > self.n_params:
             raise ValueError(
                 f"n_active_params={self.n_active_params} exceeds n_params={self.n_params}"

@@ -19,7 +19,7 @@ The engine works like vLLM's scheduler, one model step at a time:
 - Each step lasts ``step_timer(...)`` seconds from ``llminfer.roofline`` for its mix of prefill
   tokens, attended pairs, decoding sequences and their context. A request's first token comes from
   the step that finishes its prefill, each later token from one decode step, so with one request in
-  flight TTFT and TPOT equal ``roofline.estimate_latency``.
+  flight TTFT and TPOT equal ``latency.estimate_latency``.
 
 Timestamps are seconds from the first arrival. The request log has the article's schema
 (``request_id, start_ts, first_token_ts, end_ts, input_tokens, output_tokens``) plus
@@ -40,6 +40,7 @@ from llminfer.memory import plan_memory
 from llminfer.models import Model
 from llminfer.roofline import attended_pairs, step_timer
 from llminfer.scheduler import Scheduler
+from llminfer.validate import check_int
 from llminfer.workload import Workload
 
 #: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens,
@@ -47,12 +48,6 @@ from llminfer.workload import Workload
 StepTime = Callable[[int, int, int, int, int], float]
 
 POLICIES = ("continuous", "static")
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -82,9 +77,9 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy={self.policy!r} must be one of {', '.join(POLICIES)}")
-        _check_int("max_num_seqs", self.max_num_seqs, 1)
-        _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
-        _check_int("block_size", self.block_size, 1)
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
             raise ValueError(f"gpu_memory_utilization={u!r} must be in (0, 1]")
@@ -205,7 +200,7 @@ def simulate(
         )
     if capacity_blocks is None:
         capacity_blocks = kv_capacity_blocks(model, gpu, engine, n_gpus, weight_dtype, kv_dtype)
-    capacity_blocks = _check_int("capacity_blocks", capacity_blocks, 1)
+    capacity_blocks = check_int("capacity_blocks", capacity_blocks, 1)
     table = workload.requests()
     longest = int((table["prompt_tokens"] + table["output_tokens"]).max())
     if longest > model.max_context:

@@ -24,6 +24,7 @@ from llminfer.memory import (
 )
 from llminfer.models import Model
 from llminfer.roofline import IDEAL, attended_pairs, step_timer
+from llminfer.validate import check_int
 from llminfer.workload import sample_lengths
 
 
@@ -33,12 +34,6 @@ def _check_probability(name: str, value: object, allow_one: bool = True) -> floa
         limit = "[0, 1]" if allow_one else "[0, 1)"
         raise ValueError(f"{name}={value!r} must be a probability in {limit}")
     return float(value)
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
 
 
 def _check_positive(name: str, value: object, allow_zero: bool = False) -> float:
@@ -63,7 +58,7 @@ def speculative_tokens_per_step(alpha: float, gamma: int) -> float:
     Introduced in: notebooks/05_optimizations.ipynb
     """
     alpha = _check_probability("alpha", alpha)
-    gamma = _check_int("gamma", gamma, 0)
+    gamma = check_int("gamma", gamma, 0)
     if alpha == 1:
         return float(gamma + 1)
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
@@ -92,7 +87,7 @@ def best_draft_length(alpha: float, cost_ratio: float, max_gamma: int = 16) -> t
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    max_gamma = _check_int("max_gamma", max_gamma, 0)
+    max_gamma = check_int("max_gamma", max_gamma, 0)
     speedups = [speculative_speedup(alpha, g, cost_ratio) for g in range(max_gamma + 1)]
     best = int(np.argmax(speedups))
     return best, speedups[best]
@@ -133,8 +128,8 @@ def speculative_monte_carlo(
     Introduced in: notebooks/05_optimizations.ipynb
     """
     alpha = _check_probability("alpha", alpha)
-    gamma = _check_int("gamma", gamma, 0)
-    n_steps = _check_int("n_steps", n_steps, 2)
+    gamma = check_int("gamma", gamma, 0)
+    n_steps = check_int("n_steps", n_steps, 2)
     rng = np.random.default_rng(seed)
     accepted = rng.random((n_steps, gamma)) < alpha
     # Length of the run of acceptances from the start = number of leading True values.
@@ -202,14 +197,14 @@ def kv_fragmentation(
         raise ValueError("current_tokens and final_tokens must have the same length")
     if any(c > f for c, f in zip(current, final, strict=True)):
         raise ValueError("current_tokens must not exceed final_tokens")
-    max_tokens = _check_int("max_tokens", max_tokens, 1)
+    max_tokens = check_int("max_tokens", max_tokens, 1)
     used = sum(current)
     policies: list[tuple[str, dict]] = [
         ("reserve max", {"reserve_tokens": max_tokens}),
         ("reserve final", {"reserve_tokens": final}),
     ]
     policies += [
-        (f"paged {b}", {"block_size": _check_int("block_sizes", b, 1)}) for b in block_sizes
+        (f"paged {b}", {"block_size": check_int("block_sizes", b, 1)}) for b in block_sizes
     ]
     rows = []
     for name, kwargs in policies:
@@ -244,7 +239,7 @@ def fragmentation_simulation(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    n_requests = _check_int("n_requests", n_requests, 1)
+    n_requests = check_int("n_requests", n_requests, 1)
     prompts = sample_lengths(prompt_tokens, n_requests, seed, "prompt_tokens")
     outputs = sample_lengths(output_tokens, n_requests, seed + 1, "output_tokens")
     final = np.minimum(prompts + outputs, max_tokens)
@@ -269,9 +264,9 @@ def cached_prefix_tokens(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    prompt_tokens = _check_int("prompt_tokens", prompt_tokens, 1)
-    shared_prefix_tokens = _check_int("shared_prefix_tokens", shared_prefix_tokens, 0)
-    block_size = _check_int("block_size", block_size, 1)
+    prompt_tokens = check_int("prompt_tokens", prompt_tokens, 1)
+    shared_prefix_tokens = check_int("shared_prefix_tokens", shared_prefix_tokens, 0)
+    block_size = check_int("block_size", block_size, 1)
     reusable = min(shared_prefix_tokens, prompt_tokens - 1)
     return reusable // block_size * block_size
 
@@ -355,7 +350,7 @@ def disaggregation_table(
     timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
     rows = []
     for prompt in prompt_tokens:
-        prompt = _check_int("prompt_tokens", prompt, 1)
+        prompt = check_int("prompt_tokens", prompt, 1)
         prefill = timer(prompt, attended_pairs(prompt, 0), 0, 0)
         kv = kv_cache_bytes(model, prompt, kv_dtype, tp=n_gpus)
         for name, bandwidth in links.items():
@@ -479,7 +474,7 @@ def tensor_parallel_table(
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    batch = _check_int("batch", batch, 1)
+    batch = check_int("batch", batch, 1)
     links = {}
     if gpu.interconnect_bandwidth:
         links["NVLink"] = gpu
@@ -487,7 +482,7 @@ def tensor_parallel_table(
         links["PCIe"] = replace(gpu, interconnect_bandwidth=None)
     if not links:
         raise ValueError(f"gpu={gpu.name!r} lists no GPU-to-GPU link")
-    counts = sorted(_check_int("n_gpus", n, 1) for n in n_gpus)
+    counts = sorted(check_int("n_gpus", n, 1) for n in n_gpus)
     rows = []
     for link, chip in links.items():
         for n in counts:

@@ -19,11 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-
-def _positive_int(name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    return int(value)
+from llminfer.validate import check_int
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,7 @@ class Fixed:
     tokens: int
 
     def __post_init__(self) -> None:
-        _positive_int("tokens", self.tokens)
+        check_int("tokens", self.tokens, minimum=1)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.full(n, self.tokens, dtype=np.int64)
@@ -56,8 +52,8 @@ class Uniform:
     high: int
 
     def __post_init__(self) -> None:
-        _positive_int("low", self.low)
-        _positive_int("high", self.high, minimum=self.low)
+        check_int("low", self.low, minimum=1)
+        check_int("high", self.high, minimum=self.low)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(self.low, self.high + 1, size=n, dtype=np.int64)
@@ -85,9 +81,9 @@ class LogNormal:
             raise ValueError(f"median={self.median!r} must be a number of tokens >= 1")
         if not (isinstance(self.sigma, (int, float)) and self.sigma >= 0):
             raise ValueError(f"sigma={self.sigma!r} must be >= 0")
-        _positive_int("low", self.low)
+        check_int("low", self.low, minimum=1)
         if self.high is not None:
-            _positive_int("high", self.high, minimum=self.low)
+            check_int("high", self.high, minimum=self.low)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         values = np.rint(rng.lognormal(math.log(self.median), self.sigma, size=n))
@@ -188,7 +184,7 @@ class Workload:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _positive_int("n_requests", self.n_requests)
+        check_int("n_requests", self.n_requests, minimum=1)
         if (self.rate is None) == (self.concurrency is None):
             raise ValueError(
                 f"rate={self.rate!r}, concurrency={self.concurrency!r}: give exactly one "
@@ -201,18 +197,18 @@ class Workload:
         ):
             raise ValueError(f"rate={self.rate!r} must be > 0 requests/s (inf = all at once)")
         if self.concurrency is not None:
-            _positive_int("concurrency", self.concurrency)
+            check_int("concurrency", self.concurrency, minimum=1)
         if not (isinstance(self.burstiness, (int, float)) and self.burstiness > 0):
             raise ValueError(f"burstiness={self.burstiness!r} must be > 0 (1 = Poisson)")
         if not (isinstance(self.think_time_s, (int, float)) and self.think_time_s >= 0):
             raise ValueError(f"think_time_s={self.think_time_s!r} must be >= 0 seconds")
         as_length_distribution(self.prompt_tokens, "prompt_tokens")
         as_length_distribution(self.output_tokens, "output_tokens")
-        _positive_int("shared_prefix_tokens", self.shared_prefix_tokens, minimum=0)
-        _positive_int("prefix_groups", self.prefix_groups)
+        check_int("shared_prefix_tokens", self.shared_prefix_tokens, minimum=0)
+        check_int("prefix_groups", self.prefix_groups, minimum=1)
         if not (isinstance(self.prefix_share, (int, float)) and 0 <= self.prefix_share <= 1):
             raise ValueError(f"prefix_share={self.prefix_share!r} must be in [0, 1]")
-        _positive_int("seed", self.seed, minimum=0)
+        check_int("seed", self.seed, minimum=0)
 
     @property
     def closed_loop(self) -> bool:
@@ -277,7 +273,7 @@ def sample_lengths(spec: object, n: int, seed: int = 0, name: str = "tokens") ->
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    _positive_int("n", n)
+    check_int("n", n, minimum=1)
     return as_length_distribution(spec, name).sample(n, np.random.default_rng(seed))
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, list_gpus, weight_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.latency import estimate_latency
 from llminfer.memory import kv_bytes_per_token
 from llminfer.roofline import (
     DEFAULT_EFFICIENCY,
@@ -18,7 +19,6 @@ from llminfer.roofline import (
     bound,
     compute_dtype,
     decode_crossover_batch,
-    estimate_latency,
     ridge_point,
     step_cost,
     step_time,

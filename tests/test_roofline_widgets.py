@@ -4,6 +4,7 @@ import pytest
 
 from llminfer import estimate_latency, get_gpu, get_model
 from llminfer.flash import flash_traffic_table
+from llminfer.latency import decode_batch_table, gpu_comparison, prefill_table, request_breakdown
 from llminfer.plots import (
     decode_batch_chart,
     flash_traffic_chart,
@@ -12,13 +13,7 @@ from llminfer.plots import (
     request_breakdown_chart,
     roofline_chart,
 )
-from llminfer.roofline import (
-    arithmetic_intensity,
-    decode_batch_table,
-    gpu_comparison,
-    prefill_table,
-    request_breakdown,
-)
+from llminfer.roofline import arithmetic_intensity
 from llminfer.widgets import RequestJourney, RooflineExplorer
 
 LLAMA8, H100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model
-from llminfer.roofline import estimate_latency
+from llminfer.latency import estimate_latency
 from llminfer.simulate import (
     EngineConfig,
     Workload,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, kv_cache_bytes, plan_memory, weight_bytes
 from llminfer import techniques as T
-from llminfer.roofline import estimate_latency
+from llminfer.latency import estimate_latency
 
 LLAMA8 = get_model("llama-3.1-8b")
 LLAMA70 = get_model("llama-3.1-70b")

@@ -1,0 +1,267 @@
+"""Chapter 2's latency estimates: TTFT, TPOT and E2E of a request from the roofline cost model,
+and the tables behind chapter 2's plots.
+
+Every figure goes through ``llminfer.roofline.StepTimer`` — the same arithmetic the serving
+simulator uses for each step — so an estimate here equals the simulator with one request in
+flight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from llminfer.hardware import GPU
+from llminfer.models import Model
+from llminfer.roofline import (
+    IDEAL,
+    Cost,
+    Efficiency,
+    StepTimer,
+    attended_pairs,
+    bound,
+    compute_dtype,
+)
+from llminfer.units import format_duration
+from llminfer.validate import check_int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Latency of ``batch`` identical requests served together, in seconds.
+
+    ``ttft_s``: one prefill step of the whole prompt (the first output token comes from it).
+    ``tpot_s``: mean of the N−1 decode steps, step k (k = 1..N−1) attending to prompt + k − 1
+    cached tokens (0 when N = 1). ``e2e_s = ttft_s + (N − 1) · tpot_s``. ``*_bound``: the limit
+    that sets most of that phase's time. ``ideal``: the same at 100 % of every peak.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    model: str
+    gpu: str
+    n_gpus: int
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    prefill_bound: str
+    decode_bound: str
+    prefill_cost: Cost
+    decode_cost: Cost
+    efficiency: Efficiency
+    ideal: Estimate | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens per second per request while decoding (1 / TPOT)."""
+        return 1 / self.tpot_s if self.tpot_s > 0 else math.inf
+
+    def __str__(self) -> str:
+        return (
+            f"{self.model} on {self.gpu}"
+            + (f" ×{self.n_gpus}" if self.n_gpus > 1 else "")
+            + f", batch {self.batch}, {self.prompt_tokens:,} in / {self.output_tokens:,} out: "
+            f"TTFT {format_duration(self.ttft_s)} ({self.prefill_bound}-bound), "
+            f"TPOT {format_duration(self.tpot_s)} ({self.decode_bound}-bound), "
+            f"E2E {format_duration(self.e2e_s)}"
+        )
+
+
+def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimate:
+    pairs = attended_pairs(prompt, 0)
+    t_c, t_m, t_x = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
+    ttft = max(t_c, t_m) + t_x
+    prefill_bound = "compute" if t_c >= t_m else "memory"
+    total = compute_time = memory_time = 0.0
+    for k in range(1, output):
+        t_c, t_m, t_x = timer.breakdown(0, 0, batch, batch * (prompt + k - 1))
+        total += max(t_c, t_m) + t_x
+        if t_c >= t_m:
+            compute_time += t_c
+        else:
+            memory_time += t_m
+    if output == 1:  # no decode step: report the one that would come next
+        t_c, t_m, _ = timer.breakdown(0, 0, batch, batch * prompt)
+        compute_time, memory_time = t_c, t_m
+    tpot = total / (output - 1) if output > 1 else 0.0
+    return Estimate(
+        model=timer.model.name,
+        gpu=timer.gpu.name,
+        n_gpus=timer.n_gpus,
+        batch=batch,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=ttft + (output - 1) * tpot,
+        prefill_bound=prefill_bound,
+        decode_bound="compute" if compute_time >= memory_time else "memory",
+        prefill_cost=timer.cost(batch * prompt, batch * pairs, 0, 0),
+        decode_cost=timer.cost(0, 0, batch, batch * prompt),
+        efficiency=timer.efficiency,
+    )
+
+
+def estimate_latency(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: int,
+    output_tokens: int,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    efficiency: Efficiency | float | tuple | None = None,
+) -> Estimate:
+    """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
+
+    Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
+    steps (see ``Estimate``). ``efficiency`` defaults to ``DEFAULT_EFFICIENCY``; ``.ideal``
+    holds the physical floor at 100 % of the peaks. Queueing and network time are not included.
+    Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
+    ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    check_int("prompt_tokens", prompt_tokens, 1)
+    check_int("output_tokens", output_tokens, 1)
+    check_int("batch", batch, 1)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    ideal_timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    ideal = _estimate(ideal_timer, batch, prompt_tokens, output_tokens)
+    return replace(_estimate(timer, batch, prompt_tokens, output_tokens), ideal=ideal)
+
+
+# --- tables behind chapter 2's plots -------------------------------------------------------
+
+
+def decode_batch_table(
+    model: Model,
+    gpu: GPU,
+    batches: Sequence[int],
+    context_tokens: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """One decode step's time versus batch size, each sequence holding ``context_tokens``.
+
+    Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
+    tokens_per_s (batch ÷ step, the whole GPU's output rate).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    check_int("context_tokens", context_tokens, 1)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    ideal = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    rows = []
+    for b in batches:
+        check_int("batch", b, 1)
+        step = timer(0, 0, b, b * context_tokens)
+        rows.append(
+            {
+                "batch": b,
+                "step_s": step,
+                "ideal_step_s": ideal(0, 0, b, b * context_tokens),
+                "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
+                "tokens_per_s": b / step,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def prefill_table(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: Sequence[int],
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
+
+    Columns: gpu, prompt_tokens, ttft_s, bound.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        for p in prompt_tokens:
+            pairs = attended_pairs(check_int("prompt_tokens", p, 1), 0)
+            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            rows.append(
+                {
+                    "gpu": gpu.name,
+                    "prompt_tokens": p,
+                    "ttft_s": max(t_c, t_m),
+                    "bound": "compute" if t_c >= t_m else "memory",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def gpu_comparison(
+    model: Model,
+    gpus: Sequence[GPU],
+    prompt_tokens: int,
+    output_tokens: int,
+    weight_dtype: str = "bf16",
+    efficiency: Efficiency | float | tuple | None = None,
+) -> pd.DataFrame:
+    """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
+
+    Columns: gpu, tflops (dense, the compute format used), bandwidth_tb_s, ttft_s, tpot_s,
+    tokens_per_s, prefill_bound, decode_bound. Indexed by GPU name.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    rows = []
+    for gpu in gpus:
+        est = estimate_latency(
+            model,
+            gpu,
+            prompt_tokens,
+            output_tokens,
+            weight_dtype=weight_dtype,
+            efficiency=efficiency,
+        )
+        rows.append(
+            {
+                "gpu": gpu.name,
+                "tflops": gpu.peak_flops(compute_dtype(weight_dtype, gpu)) / 1e12,
+                "bandwidth_tb_s": gpu.memory_bandwidth / 1e12,
+                "ttft_s": est.ttft_s,
+                "tpot_s": est.tpot_s,
+                "tokens_per_s": est.tokens_per_s,
+                "prefill_bound": est.prefill_bound,
+                "decode_bound": est.decode_bound,
+            }
+        )
+    return pd.DataFrame(rows).set_index("gpu")
+
+
+def request_breakdown(estimate: Estimate, network_s: float = 0.0, queue_s: float = 0.0):
+    """One request's time by stage, seconds: network, queue, prefill, decode.
+
+    ``network_s`` and ``queue_s`` are inputs (the cost model cannot know them); prefill is the
+    estimate's TTFT and decode its ``(N − 1) × TPOT``. The stages sum to the end-to-end time
+    the user sees.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+    for name, value in (("network_s", network_s), ("queue_s", queue_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}={value!r} must be a number of seconds >= 0")
+    return {
+        "network": float(network_s),
+        "queue": float(queue_s),
+        "prefill": estimate.ttft_s,
+        "decode": estimate.e2e_s - estimate.ttft_s,
+    }
