@@ -5,8 +5,8 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 """
 
 # Like simulate(), diagnose() stays in its module (llminfer.diagnose) so the name keeps
-# meaning the module; its result types are re-exported.
-from llminfer.diagnose import Diagnosis, Finding
+# meaning the module; its report types are re-exported.
+from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
 from llminfer.latency import Estimate, estimate_latency

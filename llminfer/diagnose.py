@@ -20,23 +20,26 @@ constants so a reader can see (and change) them:
 
 from __future__ import annotations
 
-import html
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from llminfer.findings import CHAPTER, QUESTION, STEPS, Diagnosis, Finding
 from llminfer.hardware import GPU
 from llminfer.latency import estimate_latency
 from llminfer.logs import RequestLog
 from llminfer.memory import plan_memory
 from llminfer.metrics import request_metrics
 from llminfer.models import Model
-
-STEPS = ("workload", "failures", "memory", "queueing", "prefill", "decode", "saturation")
-VERDICTS = ("ok", "problem", "cant_tell")
+from llminfer.signals import (
+    fit_linear,
+    in_flight_at_arrival,
+    overlapping_prefill_tokens,
+    rank_correlation,
+    tokens_in_flight_peak,
+)
 
 #: Targets assumed when ``slo`` is not given: an interactive chat service (the same figures as
 #: the ``metrics`` command's example). MLPerf's Llama-2-70B server scenario is laxer (TTFT 2 s,
@@ -44,8 +47,6 @@ VERDICTS = ("ok", "problem", "cant_tell")
 DEFAULT_SLO = {"ttft_s": 0.5, "tpot_s": 0.05}
 #: Fewer successful requests than this and p90/p99 rest on a handful of samples.
 MIN_REQUESTS = 50
-#: Fewer pairs than this and a correlation is not evidence of anything.
-MIN_CORRELATION_PAIRS = 20
 #: Share of requests that may fail before failures are the first thing to fix.
 MAX_FAILED_FRACTION = 0.01
 #: A stage (queue or prefill) is "the problem" when TTFT misses its target and the stage's p90
@@ -60,237 +61,10 @@ SERVED_SHARE = 0.9
 #: Decode at low load slower than this multiple of the bandwidth floor is an inefficiency.
 FLOOR_MULTIPLE = 3.0
 
-#: Which chapter explains each step, and the chapter-5 techniques that address its problems.
-CHAPTER = {
-    "workload": "03_metrics",
-    "failures": "06_log_analysis",
-    "memory": "04_memory_budget",
-    "queueing": "03_metrics",
-    "prefill": "02_prefill_and_decode",
-    "decode": "02_prefill_and_decode",
-    "saturation": "03_metrics",
-}
-QUESTION = {
-    "workload": "Is the workload described, and are there enough requests to trust p90/p99?",
-    "failures": "Did requests fail? Failed requests are not fast requests.",
-    "memory": "Does the KV cache hold the requests in flight, or are they preempted?",
-    "queueing": "How much of TTFT is waiting for a slot rather than computing?",
-    "prefill": "How much of TTFT is the prompt's own prefill, and does it grow with length?",
-    "decode": "Is TPOT near the bandwidth floor, or slowed by batching and other prefills?",
-    "saturation": "Does the server keep up with the offered load?",
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One step of the procedure: ``verdict`` is ``"ok"``, ``"problem"`` or ``"cant_tell"``;
-    ``evidence`` holds the numbers (seconds, tokens, ratios) the verdict rests on; ``cause`` the
-    likely cause (or, for ``cant_tell``, what data is missing); ``techniques`` the chapter-5
-    rows that address it.
-
-    Introduced in: notebooks/07_troubleshooting.ipynb
-    """
-
-    step: str
-    verdict: str
-    evidence: dict[str, Any]
-    cause: str
-    techniques: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.step not in STEPS:
-            raise ValueError(f"step={self.step!r} must be one of {', '.join(STEPS)}")
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict={self.verdict!r} must be one of {', '.join(VERDICTS)}")
-
-    @property
-    def chapter(self) -> str:
-        return CHAPTER[self.step]
-
-    def evidence_text(self) -> str:
-        return "; ".join(f"{k} = {_show(v)}" for k, v in self.evidence.items())
-
-
-@dataclass
-class Diagnosis:
-    """The procedure's findings, in order, and the most important problem (``primary``).
-
-    ``primary`` is the first problem in procedure order — fix it first, re-measure, then look
-    again — except that between queueing and prefill, the stage with the larger p90 wins (a
-    queue that forms behind long prefills is a prefill problem). None for a healthy log.
-    ``str()`` gives a text report; in a notebook it renders as a table.
-
-    Introduced in: notebooks/07_troubleshooting.ipynb
-    """
-
-    findings: list[Finding]
-    slo: dict[str, float]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def primary(self) -> Finding | None:
-        problems = [f for f in self.findings if f.verdict == "problem"]
-        if not problems:
-            return None
-        steps = {f.step: f for f in problems}
-        # Queueing and prefill both live inside TTFT: a queue behind long prefills is caused by
-        # the prefills, so the larger of the two p90s names the bottleneck.
-        if "queueing" in steps and "prefill" in steps:
-            queue, prefill = steps["queueing"].evidence, steps["prefill"].evidence
-            if "queue_p90_s" in queue:
-                prefill_wins = prefill["prefill_p90_s"] > queue["queue_p90_s"]
-            else:  # no split: the stronger correlation (prompt length vs load) decides
-                load = max(queue["rho_ttft_load"], queue["rho_ttft_time"])
-                prefill_wins = prefill["rho_ttft_prompt"] > load
-            loser = "queueing" if prefill_wins else "prefill"
-            problems = [f for f in problems if f.step != loser]
-        return problems[0]
-
-    def finding(self, step: str) -> Finding:
-        """The finding of one step by name."""
-        for f in self.findings:
-            if f.step == step:
-                return f
-        raise ValueError(f"step={step!r} must be one of {', '.join(STEPS)}")
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per step: verdict, evidence, cause, techniques."""
-        return pd.DataFrame(
-            [
-                {
-                    "step": f.step,
-                    "verdict": f.verdict,
-                    "evidence": f.evidence_text(),
-                    "cause": f.cause,
-                    "techniques": ", ".join(f.techniques),
-                }
-                for f in self.findings
-            ]
-        ).set_index("step")
-
-    def __str__(self) -> str:
-        mark = {"ok": "ok", "problem": "PROBLEM", "cant_tell": "can't tell"}
-        lines = []
-        for number, f in enumerate(self.findings, 1):
-            lines.append(f"{number}. {f.step:<10} {mark[f.verdict]}: {f.cause}")
-            if f.evidence:
-                lines.append(f"   evidence: {f.evidence_text()}")
-            if f.techniques:
-                lines.append(f"   try: {', '.join(f.techniques)} (chapter 05)")
-        primary = self.primary
-        head = (
-            f"primary bottleneck: {primary.step} — {primary.cause}"
-            if primary
-            else "no problem found: the log looks healthy against the targets"
-        )
-        targets = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in self.slo.items())
-        return "\n".join([head, f"targets: {targets}", *lines, *self.notes])
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        colour = {"ok": "#1b7a1b", "problem": "#b00020", "cant_tell": "#8a6d00"}
-        rows = "".join(
-            f"<tr><td>{n}. {f.step}</td>"
-            f"<td style='color:{colour[f.verdict]}'><b>{f.verdict}</b></td>"
-            f"<td style='text-align:left'>{html.escape(f.evidence_text())}</td>"
-            f"<td style='text-align:left'>{html.escape(f.cause)}</td>"
-            f"<td style='text-align:left'>{html.escape(', '.join(f.techniques))}</td></tr>"
-            for n, f in enumerate(self.findings, 1)
-        )
-        primary = self.primary
-        head = f"primary bottleneck: <b>{primary.step}</b>" if primary else "no problem found"
-        return (
-            f"<p>{head}</p><table><tr><th>step</th><th>verdict</th><th>evidence</th>"
-            f"<th>cause</th><th>techniques</th></tr>{rows}</table>"
-        )
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, (int, np.integer)):
-        return f"{value:,}"
-    if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return "n/a"
-        if math.isinf(value) or abs(value) < 1000:
-            return f"{value:.3g}"
-        return f"{value:,.0f}"
-    return str(value)
-
-
-def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (Pearson on ranks); NaN with fewer than
-    ``MIN_CORRELATION_PAIRS`` pairs (a coefficient from a handful of points proves nothing) or
-    no spread."""
-    keep = np.isfinite(x) & np.isfinite(y)
-    if keep.sum() < MIN_CORRELATION_PAIRS:
-        return float("nan")
-    rx = pd.Series(x[keep]).rank().to_numpy()
-    ry = pd.Series(y[keep]).rank().to_numpy()
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
-
 
 def _p(values: np.ndarray, q: float) -> float:
     values = values[np.isfinite(values)]
     return float(np.percentile(values, q)) if values.size else float("nan")
-
-
-def in_flight_at_arrival(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """For each request, how many requests (itself included) were in flight when it arrived.
-
-    Introduced in: notebooks/07_troubleshooting.ipynb
-    """
-    starts = np.sort(start)
-    ends = np.sort(end[np.isfinite(end)])
-    return np.searchsorted(starts, start, side="right") - np.searchsorted(ends, start, "right")
-
-
-def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
-    """For each request, prompt tokens of *other* requests whose prefill ran while it was
-    decoding, per second of its decode (tokens/s).
-
-    A prefill runs between ``scheduled_ts`` (or, without it, ``start_ts``) and the first token;
-    its tokens are counted where that span overlaps ``[first token, end]`` of the request,
-    spread evenly over the span. Exact and O(n log n): the cumulative count of prefill tokens
-    done by time t is piecewise linear, with a kink at every prefill's start and end.
-
-    Introduced in: notebooks/07_troubleshooting.ipynb
-    """
-    begin = metrics["start_ts"].to_numpy(float)
-    if "queue_s" in metrics:
-        begin = begin + metrics["queue_s"].to_numpy(float)
-    first = metrics["start_ts"].to_numpy(float) + metrics["ttft_s"].to_numpy(float)
-    end = metrics["end_ts"].to_numpy(float)
-    tokens = metrics["input_tokens"].to_numpy(float)
-    ok = np.isfinite(begin) & np.isfinite(first) & np.isfinite(end)
-    if not ok.any():
-        return np.full(len(metrics), np.nan)
-    span = first[ok] - begin[ok]
-    instant = span <= 0  # a prefill of zero duration adds its tokens as a step
-    rate = np.where(instant, 0.0, tokens[ok] / np.where(instant, 1.0, span))
-    kinks = np.concatenate([begin[ok], first[ok]])
-    slope_change = np.concatenate([rate, -rate])
-    jump = np.concatenate([np.where(instant, tokens[ok], 0.0), np.zeros(ok.sum())])
-    order = np.argsort(kinks, kind="stable")
-    kinks, slope_change, jump = kinks[order], slope_change[order], jump[order]
-    slope = np.cumsum(slope_change)  # slope just after each kink
-    rise = np.concatenate([[0.0], slope[:-1] * np.diff(kinks)])
-    done = np.cumsum(rise) + np.cumsum(jump)  # tokens done at (just after) each kink
-
-    def done_by(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(kinks, t, side="right") - 1
-        inside = i >= 0
-        j = np.where(inside, i, 0)
-        return np.where(inside, done[j] + slope[j] * (t - kinks[j]), 0.0)
-
-    during = np.full(len(metrics), np.nan)
-    during[ok] = done_by(end[ok]) - done_by(first[ok])
-    decode_s = end - first
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok & (decode_s > 0), during / decode_s, np.nan)
 
 
 def _workload(m: pd.DataFrame, ok: np.ndarray) -> tuple[Finding, dict]:
@@ -341,32 +115,6 @@ def _failures(m: pd.DataFrame, ok: np.ndarray) -> Finding:
     return Finding("failures", "ok", evidence, f"{failed} failed ({fraction:.1%})")
 
 
-def _tokens_in_flight_peak(m: pd.DataFrame, ok: np.ndarray, samples: int = 200) -> float:
-    """Peak over time of KV tokens held by running requests (prompt + tokens generated so far).
-
-    A request holds its prompt from when prefill starts (``scheduled_ts`` if known, else its
-    first token: without it, queued requests would be counted as holding memory) and gains
-    output tokens evenly until it ends.
-    """
-    good = m[ok]
-    start = good["start_ts"].to_numpy(float)
-    first = start + good["ttft_s"].to_numpy(float)
-    held_from = start + good["queue_s"].to_numpy(float) if "queue_s" in good else first
-    end = good["end_ts"].to_numpy(float)
-    prompt = good["input_tokens"].to_numpy(float)
-    output = good["output_tokens"].to_numpy(float)
-    times = np.linspace(start.min(), end.max(), samples)
-    peak = 0.0
-    for t in times:
-        active = (held_from <= t) & (t < end)
-        if not active.any():
-            continue
-        span = np.maximum(end[active] - first[active], 1e-9)
-        grown = np.clip((t - first[active]) / span, 0, 1) * output[active]
-        peak = max(peak, float((prompt[active] + grown).sum()))
-    return peak
-
-
 def _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype) -> Finding:
     requests = log.requests
     evidence: dict[str, Any] = {}
@@ -385,7 +133,7 @@ def _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype) -> F
             block_size=getattr(engine, "block_size", 16),
             context_tokens=min(model.max_context, 8192),
         )
-        peak = _tokens_in_flight_peak(m, ok)
+        peak = tokens_in_flight_peak(m, ok)
         evidence["kv_capacity_tokens"] = plan.capacity_tokens
         evidence["peak_tokens_in_flight"] = round(peak)
         evidence["peak_share_of_capacity"] = (
@@ -462,9 +210,9 @@ def _queueing(m, ok, slo, load) -> Finding:
             )
         return Finding("queueing", "ok", evidence, "waiting is a small part of TTFT")
     # Without scheduled_ts: does TTFT grow with load (or over the run) at a given prompt length?
-    residual = ttft - _fit_linear(good["input_tokens"].to_numpy(float), ttft)
-    rho_load = _rank_correlation(load[ok].astype(float), residual)
-    rho_time = _rank_correlation(good["start_ts"].to_numpy(float), ttft)
+    residual = ttft - fit_linear(good["input_tokens"].to_numpy(float), ttft)
+    rho_load = rank_correlation(load[ok].astype(float), residual)
+    rho_time = rank_correlation(good["start_ts"].to_numpy(float), ttft)
     evidence.update({"rho_ttft_load": rho_load, "rho_ttft_time": rho_time})
     if not misses:
         return Finding("queueing", "ok", evidence, "TTFT meets its target")
@@ -487,14 +235,6 @@ def _queueing(m, ok, slo, load) -> Finding:
     )
 
 
-def _fit_linear(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    keep = np.isfinite(x) & np.isfinite(y)
-    if keep.sum() < 2 or np.ptp(x[keep]) == 0:
-        return np.full_like(y, np.nanmean(y) if keep.any() else 0.0)
-    slope, intercept = np.polyfit(x[keep], y[keep], 1)
-    return slope * x + intercept
-
-
 def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
     good = m[ok]
     target = slo["ttft_s"]
@@ -506,7 +246,7 @@ def _prefill(m, ok, slo, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Finding:
     stage_p90 = _p(stage, 90)
     evidence: dict[str, Any] = {
         f"{name}_p90_s": stage_p90,
-        f"rho_{name}_prompt": _rank_correlation(prompts, stage),
+        f"rho_{name}_prompt": rank_correlation(prompts, stage),
         "input_tokens_p90": _p(prompts, 90),
     }
     if model is not None and gpu is not None:
@@ -561,8 +301,8 @@ def _decode(m, ok, slo, load, model, gpu, n_gpus, weight_dtype, kv_dtype) -> Fin
     evidence: dict[str, Any] = {
         "tpot_p50_s": _p(tpot, 50),
         "tpot_p90_s": _p(tpot, 90),
-        "rho_tpot_load": _rank_correlation(load[ok].astype(float), tpot),
-        "rho_tpot_prefill_overlap": _rank_correlation(interference, tpot),
+        "rho_tpot_load": rank_correlation(load[ok].astype(float), tpot),
+        "rho_tpot_prefill_overlap": rank_correlation(interference, tpot),
     }
     low_load_ratio = float("nan")
     if model is not None and gpu is not None:
@@ -711,7 +451,7 @@ def diagnose(
 
     m = request_metrics(log)
     ok = (m["status"] == "ok").to_numpy()
-    load = in_flight_at_arrival(m["start_ts"].to_numpy(float), m["end_ts"].to_numpy(float))
+    load = in_flight_at_arrival(log)
     workload_finding, workload = _workload(m, ok)
     findings = [workload_finding, _failures(m, ok)]
     notes = []

@@ -19,13 +19,22 @@ VOLATILE_CELL_KEYS = ("execution", "collapsed", "scrolled")
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def strip_volatile(nb: nbformat.NotebookNode) -> None:
+    # Widget state is not saved (a widget needs a live kernel), so the random model ids that
+    # point at it carry nothing; a fixed id keeps re-runs byte-identical.
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = KERNELSPEC
     nb.metadata["language_info"] = {"name": "python"}
     for cell in nb.cells:
         for key in VOLATILE_CELL_KEYS:
             cell.metadata.pop(key, None)
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view is not None:
+                view["model_id"] = "0" * 32
 
 
 def run(path: Path) -> None:

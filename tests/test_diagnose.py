@@ -10,15 +10,9 @@ import pytest
 from llminfer import Diagnosis, Finding, get_gpu, get_model, read_requests
 from llminfer.cases import CASE_SLO, CASE_STUDIES
 from llminfer.cli import main
-from llminfer.diagnose import (
-    STEPS,
-    diagnose,
-    in_flight_at_arrival,
-    overlapping_prefill_tokens,
-    procedure_table,
-    remeasure,
-)
+from llminfer.diagnose import STEPS, diagnose, procedure_table, remeasure
 from llminfer.metrics import request_metrics
+from llminfer.signals import in_flight_at_arrival, overlapping_prefill_tokens, rank_correlation
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SIMULATOR_COLUMNS = ["scheduled_ts", "preemptions", "cached_prefix_tokens", "prefix_group"]
@@ -101,10 +95,18 @@ def test_memory_compares_tokens_in_flight_with_capacity():
 
 
 def test_in_flight_at_arrival_by_hand():
-    start = np.array([0.0, 1.0, 2.0, 2.5])
-    end = np.array([3.0, 1.5, 4.0, 5.0])
+    frame = pd.DataFrame(
+        {
+            "request_id": ["r0", "r1", "r2", "r3"],
+            "start_ts": [0.0, 1.0, 2.0, 2.5],
+            "first_token_ts": [0.5, 1.2, 2.2, 2.6],
+            "end_ts": [3.0, 1.5, 4.0, 5.0],
+            "input_tokens": [10] * 4,
+            "output_tokens": [5] * 4,
+        }
+    )
     # r0 alone; r1 with r0; r2 with r0 (r1 ended at 1.5); r3 with r0 and r2
-    assert in_flight_at_arrival(start, end).tolist() == [1, 2, 2, 3]
+    assert in_flight_at_arrival(read_requests(frame)).tolist() == [1, 2, 2, 3]
 
 
 def test_overlapping_prefill_tokens_by_hand():
@@ -193,3 +195,11 @@ def test_model_and_gpu_enable_the_bandwidth_floor():
         decode.evidence["tpot_floor_s"] == pytest.approx(decode.evidence["tpot_floor_s"])
         and 1 <= decode.evidence["low_load_tpot_over_floor"] < 3
     )
+
+
+def test_rank_correlation_needs_enough_pairs():
+    x = np.arange(30, dtype=float)
+    assert rank_correlation(x, x**3) == pytest.approx(1.0)
+    assert rank_correlation(x, -x) == pytest.approx(-1.0)
+    assert np.isnan(rank_correlation(x[:5], x[:5]))  # five points prove nothing
+    assert np.isnan(rank_correlation(x, np.ones_like(x)))  # no spread

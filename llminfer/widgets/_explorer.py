@@ -10,6 +10,7 @@ shows it in place of the result.
 from __future__ import annotations
 
 import html
+from abc import ABC, abstractmethod
 from typing import Any
 
 import ipywidgets as W
@@ -18,8 +19,8 @@ from matplotlib.figure import Figure
 from llminfer.plots._figure import figure_png
 
 
-class Explorer:
-    """Base class: subclasses implement ``compute``, ``describe`` and optionally ``draw``."""
+class Explorer(ABC):
+    """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``."""
 
     title = ""
 
@@ -50,8 +51,9 @@ class Explorer:
         """Current value of every control, by name."""
         return {name: control.value for name, control in self.controls.items()}
 
-    def compute(self, **values: Any) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def compute(self, **values: Any) -> Any:
+        """The result for the controls' current values (a pure function of them)."""
 
     def describe(self, result: Any) -> str:
         """An HTML summary of the result."""
