@@ -448,8 +448,10 @@ def validate_requests(
             # Text already in pandas' own text dtype stays as it is: to_numpy would box every
             # value into a Python object only for the DataFrame below to unbox it again.
             column = column.array if column.dtype == _TEXT_DTYPE else column.to_numpy()
-            columns[name] = column if everything else column[keep]
-    requests = pd.DataFrame(columns)
+            columns[name] = column.copy() if everything else column[keep]
+    # Every array above is this function's own (np.where, astype, copy, mask), so pandas need
+    # not copy them again and stack them into one block (~30 ms a million rows).
+    requests = pd.DataFrame(columns, copy=False)
     if not pd.api.types.is_string_dtype(requests["request_id"]):
         requests["request_id"] = requests["request_id"].map(str)
     # Categorical: "ok"/"failed" compare as cheap integer codes on million-row logs.

