@@ -127,8 +127,8 @@ def _core_metrics(requests: pd.DataFrame) -> dict[str, np.ndarray]:
     end = requests["end_ts"].to_numpy(dtype=float)
     tokens = requests["output_tokens"].to_numpy(dtype=float)
     decode = end - first
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(tokens > 1, decode / (tokens - 1), np.nan)
+    # Divides only where N > 1, into a NaN-filled result: one temporary fewer than np.where.
+    tpot = np.divide(decode, tokens - 1, out=np.full(decode.shape, np.nan), where=tokens > 1)
     return {
         "start_ts": start,
         "end_ts": end,
@@ -364,16 +364,21 @@ def summarize(
     stats = ["count", "mean", "min", "max", *[_stat_key(q) for q in percentiles]]
     rows = []
     for name in names:
-        values = np.asarray(metrics[name], dtype=float)[ok]
-        values = values[~np.isnan(values)]
+        values = np.asarray(metrics[name], dtype=float)
+        values = values[ok & ~np.isnan(values)]  # a fresh array, free to sort in place
         if values.size:
+            mean = values.mean()  # before sorting: the sum's rounding depends on the order
+            # One full sort, then every statistic is a lookup: numpy's vectorised sort of a
+            # million floats takes a third of the time of selecting the several percentile
+            # ranks one by one, which is what np.percentile does on unsorted input.
+            values.sort()
             rows.append(
                 [
                     values.size,
-                    values.mean(),
-                    values.min(),
-                    values.max(),
-                    *np.percentile(values, percentiles),
+                    mean,
+                    values[0],
+                    values[-1],
+                    *np.percentile(values, percentiles, overwrite_input=True),  # no copy
                 ]
             )
         else:
