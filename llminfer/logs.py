@@ -57,6 +57,9 @@ _TOKEN_COLUMNS = ("input_tokens", "output_tokens")
 _OK_WORDS = {"ok", "success", "succeeded", "completed", "true"}
 _FAILED_WORDS = {"failed", "failure", "fail", "error", "cancelled", "canceled", "false"}
 REJECTED_COLUMNS = ("row", "column", "value", "reason")
+#: Largest token count accepted: beyond 2**53 a float no longer holds every whole number (and
+#: no model reads that many tokens), so larger counts are reported, not silently rounded.
+MAX_TOKENS = 2**53
 #: The dtype pandas gives text (``str`` from pandas 3 on, ``object`` before).
 _TEXT_DTYPE = pd.Series(["text"]).dtype
 
@@ -385,6 +388,7 @@ def validate_requests(
             problems.add(values < 0, name, raw, f"{name} is negative")
             fractional = (values != np.round(values)) & ~np.isnan(values)
             problems.add(fractional, name, raw, f"{name} is not a whole number")
+            problems.add(values > MAX_TOKENS, name, raw, f"{name} is too large to be a token count")
     with np.errstate(invalid="ignore"):
         problems.add(
             ok & (numbers["output_tokens"] == 0),

@@ -57,6 +57,11 @@ def _bad(**changes):
         ({"start_ts": np.inf}, "start_ts", "start_ts is not finite"),
         ({"output_tokens": -5}, "output_tokens", "output_tokens is negative"),
         ({"input_tokens": -1}, "input_tokens", "input_tokens is negative"),
+        (
+            {"output_tokens": 1e20},
+            "output_tokens",
+            "output_tokens is too large to be a token count",
+        ),
         ({"output_tokens": 12.5}, "output_tokens", "output_tokens is not a whole number"),
         ({"output_tokens": 0}, "output_tokens", "output_tokens >= 1"),
         ({"first_token_ts": 0.10}, "first_token_ts", "first_token_ts is before start_ts"),
@@ -249,8 +254,7 @@ ODD_CELLS = [
     ("output_tokens", "-64"),
     ("output_tokens", "NA"),
     ("output_tokens", "1e2"),
-    # A count beyond int64 is not rejected yet (it overflows when cast; a known gap): here
-    # only the two paths must agree on it.
+    # A count beyond 2**53 is reported as too large by both paths.
     pytest.param(
         "output_tokens",
         "99999999999999999999",
