@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from llminfer.logs import FORMATS, read_requests
 from llminfer.metrics import summarize
+from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
 _SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6, None: 1.0}
@@ -59,13 +60,33 @@ def _metrics(args: argparse.Namespace) -> int:
     else:
         print(f"# {log.source}")
         print(summary)
+    _report_rejected(log)
+    return 0
+
+
+def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
+    """The arguments every command that reads a log shares: the file, its format, the
+    latency targets and what to do with bad rows."""
+    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
+    )
+    parser.add_argument("--slo", help=slo_help)
+    parser.add_argument(
+        "--on-error",
+        default="raise",
+        choices=["raise", "report"],
+        help="bad rows: stop (raise) or load the valid rows and list the rejected ones",
+    )
+
+
+def _report_rejected(log) -> None:
     if len(log.rejected):
         print(
             f"{log.rejected['row'].nunique()} row(s) rejected:\n"
             + log.rejected.to_string(index=False),
             file=sys.stderr,
         )
-    return 0
 
 
 def register_metrics(subparsers) -> None:
@@ -76,18 +97,8 @@ def register_metrics(subparsers) -> None:
         description="Summarise a request log: the article's CSV or a vLLM, GenAI-Perf, AIPerf "
         "or llmperf export.",
     )
-    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
-    parser.add_argument(
-        "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
-    )
-    parser.add_argument("--slo", help="latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
+    _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
-    parser.add_argument(
-        "--on-error",
-        default="raise",
-        choices=["raise", "report"],
-        help="bad rows: stop (raise) or load the valid rows and list the rejected ones",
-    )
     parser.set_defaults(func=_metrics)
 
 
@@ -112,6 +123,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     )
     print(f"# {log.source}")
     print(report)
+    _report_rejected(log)
     return 0
 
 
@@ -123,17 +135,12 @@ def register_diagnose(subparsers) -> None:
         description="Diagnose a request log step by step (workload, failures, memory, "
         "queueing, prefill, decode, saturation) and name the primary bottleneck.",
     )
-    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
-    parser.add_argument(
-        "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
-    )
+    _add_log_arguments(parser, "latency targets, e.g. ttft=1s,tpot=20ms (default 500ms, 50ms)")
     parser.add_argument("--model", help="model preset, e.g. llama-3.1-8b (with --gpu)")
     parser.add_argument("--gpu", help="GPU preset, e.g. h100-sxm (with --model)")
     parser.add_argument("--n-gpus", type=int, default=1, help="GPUs (tensor parallel)")
-    parser.add_argument("--weight-dtype", default="bf16")
-    parser.add_argument("--kv-dtype", default="bf16")
-    parser.add_argument("--slo", help="latency targets, e.g. ttft=500ms,tpot=50ms")
-    parser.add_argument("--on-error", default="raise", choices=["raise", "report"])
+    parser.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES))
+    parser.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES))
     parser.set_defaults(func=_diagnose)
 
 

@@ -30,7 +30,6 @@ from llminfer.findings import CHAPTER, QUESTION, STEPS, Diagnosis, Finding
 from llminfer.hardware import GPU
 from llminfer.latency import estimate_latency
 from llminfer.logs import RequestLog
-from llminfer.memory import plan_memory
 from llminfer.metrics import request_metrics
 from llminfer.models import Model
 from llminfer.signals import (
@@ -40,6 +39,7 @@ from llminfer.signals import (
     rank_correlation,
     tokens_in_flight_peak,
 )
+from llminfer.simulate import EngineConfig, kv_capacity_blocks
 
 #: Targets assumed when ``slo`` is not given: an interactive chat service (the same figures as
 #: the ``metrics`` command's example). MLPerf's Llama-2-70B server scenario is laxer (TTFT 2 s,
@@ -123,30 +123,18 @@ def _memory(m, ok, log, model, gpu, engine, n_gpus, weight_dtype, kv_dtype) -> F
         preempted = int(pd.to_numeric(requests["preemptions"], errors="coerce").fillna(0).sum())
         evidence["preemptions"] = preempted
     if model is not None and gpu is not None:
-        plan = plan_memory(
-            model,
-            gpu,
-            n_gpus=n_gpus,
-            weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype,
-            gpu_memory_utilization=getattr(engine, "gpu_memory_utilization", 0.9),
-            block_size=getattr(engine, "block_size", 16),
-            context_tokens=min(model.max_context, 8192),
-        )
-        peak = tokens_in_flight_peak(m, ok)
-        evidence["kv_capacity_tokens"] = plan.capacity_tokens
-        evidence["peak_tokens_in_flight"] = round(peak)
-        evidence["peak_share_of_capacity"] = (
-            peak / plan.capacity_tokens if plan.capacity_tokens else float("inf")
-        )
-        if plan.kv_budget_bytes <= 0:
+        engine = engine if engine is not None else EngineConfig()
+        try:  # the same capacity the simulator gives the engine (chapter 4's plan)
+            blocks = kv_capacity_blocks(model, gpu, engine, n_gpus, weight_dtype, kv_dtype)
+        except ValueError as exc:  # not even one block: the weights leave no room
             return Finding(
-                "memory",
-                "problem",
-                evidence,
-                plan.reason,
-                ("quantisation", "tensor parallelism"),
+                "memory", "problem", evidence, str(exc), ("quantisation", "tensor parallelism")
             )
+        capacity = blocks * engine.block_size
+        peak = tokens_in_flight_peak(m, ok)
+        evidence["kv_capacity_tokens"] = capacity
+        evidence["peak_tokens_in_flight"] = round(peak)
+        evidence["peak_share_of_capacity"] = peak / capacity
     techniques = ("quantisation", "PagedAttention", "prefix caching", "tensor parallelism")
     if preempted:
         return Finding(
@@ -416,7 +404,7 @@ def diagnose(
     log: RequestLog | pd.DataFrame,
     model: Model | None = None,
     gpu: GPU | None = None,
-    engine: Any = None,
+    engine: EngineConfig | None = None,
     slo: dict[str, float] | None = None,
     n_gpus: int = 1,
     weight_dtype: str = "bf16",
@@ -424,10 +412,10 @@ def diagnose(
 ) -> Diagnosis:
     """Run chapter 7's troubleshooting procedure on a request log.
 
-    ``model``/``gpu`` (and ``n_gpus``, dtypes, ``engine`` for its block size and memory
-    utilisation) let the memory and decode steps compare the log with chapters 2 and 4; ``slo``
-    maps ``ttft_s``/``tpot_s`` to targets in seconds (default ``DEFAULT_SLO``). Returns a
-    ``Diagnosis`` whose findings follow ``STEPS``.
+    ``model``/``gpu`` (and ``n_gpus``, dtypes, ``engine`` — an ``EngineConfig`` for its block
+    size and memory utilisation, default ``EngineConfig()``) let the memory and decode steps
+    compare the log with chapters 2 and 4; ``slo`` maps ``ttft_s``/``tpot_s`` to targets in
+    seconds (default ``DEFAULT_SLO``). Returns a ``Diagnosis`` whose findings follow ``STEPS``.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -439,6 +427,8 @@ def diagnose(
         raise ValueError(f"model={model!r} must be a Model (see llminfer.get_model)")
     if gpu is not None and not isinstance(gpu, GPU):
         raise ValueError(f"gpu={gpu!r} must be a GPU (see llminfer.get_gpu)")
+    if engine is not None and not isinstance(engine, EngineConfig):
+        raise ValueError(f"engine={engine!r} must be an llminfer.simulate.EngineConfig")
     targets = dict(DEFAULT_SLO)
     for key, value in (slo or {}).items():
         if key not in ("ttft_s", "tpot_s", "e2e_s"):

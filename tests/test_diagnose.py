@@ -154,6 +154,7 @@ def test_procedure_table_lists_every_step_with_its_chapter():
         ({"slo": {"ttft_s": -1}}, r"slo\['ttft_s'\]=-1"),
         ({"model": "llama-3.1-8b"}, "model='llama-3.1-8b' must be a Model"),
         ({"gpu": "h100"}, "gpu='h100' must be a GPU"),
+        ({"engine": {"block_size": 16}}, "engine=.*must be an llminfer.simulate.EngineConfig"),
     ],
 )
 def test_bad_input_raises_naming_the_parameter(kwargs, message):
