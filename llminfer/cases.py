@@ -24,7 +24,10 @@ CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
 
 @dataclass(frozen=True)
 class Deployment:
-    """Where a case runs: model and GPU presets, GPU count, dtypes and engine settings."""
+    """Where a case runs: model and GPU presets, GPU count, dtypes and engine settings.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
 
     model: str = "llama-3.1-8b"
     gpu: str = "h100-sxm"

@@ -90,7 +90,10 @@ def _report_rejected(log) -> None:
 
 
 def register_metrics(subparsers) -> None:
-    """Add ``metrics FILE``: summarise a request log (chapter 6)."""
+    """Add ``metrics FILE``: summarise a request log (chapter 6).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
     parser = subparsers.add_parser(
         "metrics",
         help="TTFT, TPOT, E2E, TPS, RPS and goodput of a request log",
@@ -128,7 +131,10 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def register_diagnose(subparsers) -> None:
-    """Add ``diagnose FILE``: the troubleshooting procedure of chapter 7 on a log."""
+    """Add ``diagnose FILE``: the troubleshooting procedure of chapter 7 on a log.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
     parser = subparsers.add_parser(
         "diagnose",
         help="walk chapter 7's troubleshooting order over a request log",
@@ -149,6 +155,10 @@ COMMANDS: list[Callable] = [register_metrics, register_diagnose]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m llminfer`` parser with every subcommand in ``COMMANDS``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
     parser = argparse.ArgumentParser(
         prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
     )

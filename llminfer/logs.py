@@ -66,7 +66,10 @@ _TEXT_DTYPE = pd.Series(["text"]).dtype
 
 @dataclass(frozen=True)
 class LogSource:
-    """Where a log came from: its format, the path (if any) and every assumption made."""
+    """Where a log came from: its format, the path (if any) and every assumption made.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
 
     format: str
     path: str | None = None

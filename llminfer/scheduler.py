@@ -19,8 +19,11 @@ import pandas as pd
 
 class Scheduler:
     """The event loop over a workload's drawn requests (``Workload.requests()``), for one
-    ``EngineConfig``, ``capacity`` KV blocks and a step-time function. ``run()`` then
-    ``tables()`` gives the request and step DataFrames."""
+    ``EngineConfig``, ``capacity`` KV blocks and a step-time function (seconds). ``run()`` then
+    ``tables()`` gives the request and step DataFrames.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
 
     def __init__(self, table, workload, engine, capacity, step_time, attended_pairs):
         self.cfg = engine

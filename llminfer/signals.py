@@ -36,6 +36,12 @@ def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The least-squares line through the finite (x, y) pairs, evaluated at every x (same units
+    as y); the mean of y where x has no spread. Used to take prompt length out of TTFT before
+    asking whether what is left grows with load.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
     keep = np.isfinite(x) & np.isfinite(y)
     if keep.sum() < 2 or np.ptp(x[keep]) == 0:
         return np.full_like(y, np.nanmean(y) if keep.any() else 0.0)

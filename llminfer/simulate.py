@@ -245,7 +245,10 @@ def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: floa
 
 
 def load_column(table: pd.DataFrame) -> str:
-    """``"rate"`` or ``"concurrency"``: which load a sweep table varies."""
+    """``"rate"`` or ``"concurrency"``: which load a sweep table varies.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
     for kind in ("rate", "concurrency"):
         if kind in table.columns:
             return kind

@@ -22,7 +22,10 @@ KV_DTYPES = ["bf16", "fp8"]
 
 @dataclass(frozen=True)
 class Journey:
-    """A request's stages in seconds (``stages``) and the estimate behind prefill and decode."""
+    """A request's stages in seconds (``stages``) and the estimate behind prefill and decode.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
 
     stages: dict[str, float]
     estimate: Estimate
