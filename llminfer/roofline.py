@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from llminfer.hardware import GPU
 from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
 from llminfer.models import Model
@@ -218,9 +220,9 @@ class _CostModel:
         flops = self.linear_flops * tokens + self.lm_head_flops * ds
         flops += self.attn_global * (pa + dc + ds)
         kv_read = self.kv_global * (dc + pc)
-        if w:
-            flops += self.attn_sliding * (min(pa, pt * w) + min(dc + ds, ds * w))
-            kv_read += self.kv_sliding * (min(dc, ds * w) + min(pc, pt * w))
+        if w:  # np.minimum, not min: StepTimer.decode_steps passes dc as an array
+            flops += self.attn_sliding * (np.minimum(pa, pt * w) + np.minimum(dc + ds, ds * w))
+            kv_read += self.kv_sliding * (np.minimum(dc, ds * w) + np.minimum(pc, pt * w))
         weights = self.shared_weight_bytes
         if self.n_experts:
             weights += self.expert_bytes * self.n_experts * (1 - self.miss**tokens)
@@ -438,6 +440,17 @@ class StepTimer:
             prefill_cached_tokens,
         )
         return max(t_compute, t_memory) + t_comm
+
+    def decode_steps(self, decode_seqs: int, decode_context_tokens: np.ndarray) -> np.ndarray:
+        """Seconds of decode-only steps, one per entry of ``decode_context_tokens``: the same
+        as ``[self(0, 0, decode_seqs, c) for c in decode_context_tokens]``, vectorised, so the
+        simulator can run a stretch of identical decode steps at once.
+
+        Introduced in: notebooks/05_optimizations.ipynb
+        """
+        context = np.asarray(decode_context_tokens, dtype=float)
+        t_compute, t_memory, t_comm = self.breakdown(0, 0, decode_seqs, context)
+        return np.maximum(t_compute, t_memory) + t_comm
 
     def cost(
         self,

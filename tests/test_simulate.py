@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model
 from llminfer.latency import estimate_latency
+from llminfer.roofline import step_timer
 from llminfer.simulate import (
     EngineConfig,
     Workload,
@@ -390,3 +391,35 @@ def test_compare_engines_labels_rows():
     assert table.loc["prefix", "cached_share"] == pytest.approx(512 / 1000, rel=0.05)
     with pytest.raises(ValueError, match="rates"):
         sweep(workload, LLAMA8, H100)
+
+
+@pytest.mark.parametrize(
+    "workload, engine",
+    [
+        (Workload(300, rate=2.0, prompt_tokens=LogNormal(400), output_tokens=(20, 300), seed=3),
+         EngineConfig()),
+        (Workload(300, rate=40.0, prompt_tokens=LogNormal(800), output_tokens=(20, 300), seed=4),
+         EngineConfig(chunked_prefill=True, max_num_batched_tokens=1024)),
+        (Workload(200, concurrency=8, prompt_tokens=(100, 900), output_tokens=(10, 200),
+                  think_time_s=0.5, seed=5), EngineConfig(policy="static", max_num_seqs=8)),
+        (Workload(300, rate=6.0, prompt_tokens=2000, output_tokens=(200, 700),
+                  shared_prefix_tokens=1024, prefix_groups=3, seed=6),
+         EngineConfig(prefix_caching=True, gpu_memory_utilization=0.3)),
+        (Workload(40, rate=0.5, prompt_tokens=30000, output_tokens=(500, 3000), seed=7),
+         EngineConfig(gpu_memory_utilization=0.28)),
+    ],
+)  # fmt: skip
+def test_decode_stretches_change_nothing(workload, engine):
+    """Running stretches of identical decode steps in one vectorised go gives the same requests
+    and steps as stepping one at a time (a plain step-time function has no decode_steps, so
+    the loop steps one by one)."""
+    timer = step_timer(LLAMA8, H100)
+
+    def one_at_a_time(*args):
+        return timer(*args)
+
+    fast = simulate(workload, LLAMA8, H100, engine, step_time=timer)
+    slow = simulate(workload, LLAMA8, H100, engine, step_time=one_at_a_time)
+    assert fast.preemptions == slow.preemptions
+    pd.testing.assert_frame_equal(fast.steps, slow.steps, rtol=1e-12)
+    pd.testing.assert_frame_equal(fast.requests, slow.requests, rtol=1e-12)
