@@ -43,6 +43,13 @@ class NotebookFigure(Figure):
         return f"<Figure {width:g}x{height:g} in, {len(self.axes)} axes>"
 
 
+def require_columns(table, columns) -> None:
+    """Raise ValueError naming the columns a plot needs that ``table`` lacks."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks columns {sorted(missing)}")
+
+
 def new_figure(width: float = 7.0, height: float = 4.0, nrows: int = 1, ncols: int = 1):
     """A NotebookFigure with constrained layout and its axes (not registered with pyplot)."""
     fig = NotebookFigure(figsize=(width, height), layout="constrained")

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llminfer.memory import MemoryPlan
-from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots._figure import COLORS, new_figure, require_columns
 
 
 def memory_bar(
@@ -60,9 +60,7 @@ def concurrency_curve(table: pd.DataFrame) -> Figure:
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    missing = {"label", "context_tokens", "max_concurrency"} - set(table.columns)
-    if missing:
-        raise ValueError(f"table lacks columns {sorted(missing)}")
+    require_columns(table, ["label", "context_tokens", "max_concurrency"])
     fig, ax = new_figure(7, 4)
     for label, group in table.groupby("label", sort=False):
         ax.plot(group["context_tokens"], group["max_concurrency"], marker="o", label=label)

@@ -10,14 +10,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llminfer.hardware import GPU
-from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots._figure import COLORS, new_figure, require_columns
 from llminfer.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
-
-
-def _require(table: pd.DataFrame, columns: set[str]) -> None:
-    missing = columns - set(table.columns)
-    if missing:
-        raise ValueError(f"table lacks columns {sorted(missing)}")
 
 
 def roofline_chart(
@@ -104,7 +98,7 @@ def decode_batch_chart(table: pd.DataFrame, title: str = "") -> Figure:
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    _require(table, {"batch", "step_s", "ideal_step_s", "tokens_per_s"})
+    require_columns(table, {"batch", "step_s", "ideal_step_s", "tokens_per_s"})
     fig, (left, right) = new_figure(10, 3.8, ncols=2)
     left.plot(table["batch"], table["step_s"] * 1e3, marker="o", label="estimate")
     left.plot(table["batch"], table["ideal_step_s"] * 1e3, ls="--", label="ideal (100 % of peak)")
@@ -128,7 +122,7 @@ def prefill_chart(table: pd.DataFrame) -> Figure:
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    _require(table, {"gpu", "prompt_tokens", "ttft_s"})
+    require_columns(table, {"gpu", "prompt_tokens", "ttft_s"})
     fig, ax = new_figure(7, 4)
     for gpu, group in table.groupby("gpu", sort=False):
         ax.plot(group["prompt_tokens"], group["ttft_s"], marker="o", label=gpu)
@@ -146,7 +140,7 @@ def gpu_comparison_chart(table: pd.DataFrame) -> Figure:
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    _require(table, {"ttft_s", "tpot_s"})
+    require_columns(table, {"ttft_s", "tpot_s"})
     fig, (left, right) = new_figure(10, 3.6, ncols=2)
     names = [str(n).replace("NVIDIA ", "").split(" (")[0] for n in table.index]
     left.barh(names, table["ttft_s"] * 1e3, color=COLORS["prefill"])
@@ -165,7 +159,7 @@ def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    _require(table, {"seq_len", "standard_bytes", "flash_bytes"})
+    require_columns(table, {"seq_len", "standard_bytes", "flash_bytes"})
     fig, ax = new_figure(7, 4)
     ax.plot(table["seq_len"], table["standard_bytes"] / 1e9, marker="o", label="standard")
     ax.plot(table["seq_len"], table["flash_bytes"] / 1e9, marker="s", label="FlashAttention")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots._figure import COLORS, new_figure, require_columns
 from llminfer.simulate import SimResult, load_column
 
 
@@ -97,9 +97,7 @@ def policy_comparison(table: pd.DataFrame, metrics: Sequence[str] = ("output_tps
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    missing = [m for m in metrics if m not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks columns {missing}")
+    require_columns(table, metrics)
     fig, axes = new_figure(3.2 * len(metrics) + 1, 3.2, ncols=len(metrics))
     axes = [axes] if len(metrics) == 1 else list(axes)
     labels = [str(i).replace(", ", "\n") for i in table.index]
