@@ -356,10 +356,10 @@ class MemoryPlan:
         lines = [
             f"{self.model} on {self.gpu}{per_gpu} ({self.weight_dtype} weights, "
             f"{self.kv_dtype} KV cache)",
-            f"  usable memory   {format_bytes(self.usable_bytes, binary=False)}",
-            f"  weights         {format_bytes(self.weight_bytes, binary=False)}",
-            f"  reserve         {format_bytes(self.reserve_bytes, binary=False)}",
-            f"  KV budget       {format_bytes(max(0.0, self.kv_budget_bytes), binary=False)}"
+            f"  usable memory   {format_bytes(self.usable_bytes)}",
+            f"  weights         {format_bytes(self.weight_bytes)}",
+            f"  reserve         {format_bytes(self.reserve_bytes)}",
+            f"  KV budget       {format_bytes(max(0.0, self.kv_budget_bytes))}"
             f" = {self.capacity_tokens:,} tokens at "
             f"{format_bytes(self.kv_bytes_per_token)} per token",
             f"  max concurrency {self.max_concurrency:.2f}x at {self.context_tokens:,} tokens",
@@ -421,7 +421,7 @@ def plan_memory(
     fits = budget > 0 and concurrency_max >= concurrency
 
     def gb(x: float) -> str:
-        return format_bytes(x, binary=False)
+        return format_bytes(x, binary=True)  # GiB, as nvidia-smi and the article count memory
 
     if budget <= 0:
         reason = (

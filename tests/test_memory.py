@@ -155,19 +155,19 @@ def test_capacity_and_concurrency_hand_computed():
 def test_plan_memory_hand_computed():
     h100 = get_gpu("h100-sxm")
     plan = plan_memory(LLAMA8, h100, reserve_bytes=2e9, context_tokens=8192, concurrency=16)
-    budget = 80e9 * 0.9 - 8_030_261_248 * 2 - 2e9
+    budget = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 2e9  # nvidia-smi: 81,559 MiB
     assert plan.kv_budget_bytes == pytest.approx(budget)
     assert plan.capacity_tokens == math.floor(budget / (16 * 131_072)) * 16
     assert plan.max_concurrency == pytest.approx(math.floor(budget / (16 * 131_072)) / 512)
     assert plan.kv_needed_bytes == 16 * 8192 * 131_072
     assert plan.fits
-    assert sum(plan.breakdown().values()) == pytest.approx(80e9)
+    assert sum(plan.breakdown().values()) == pytest.approx(81_559 * 2**20)
 
 
 def test_plan_memory_says_why_it_does_not_fit():
     plan = plan_memory(get_model("llama-3.1-70b"), get_gpu("h100-sxm"))
     assert not plan.fits
-    assert "weights (141.1 GB)" in plan.reason and "exceed" in plan.reason
+    assert "weights (131.4 GiB)" in plan.reason and "exceed" in plan.reason  # 141.1 GB
     assert plan.capacity_tokens == 0 and plan.max_concurrency == 0
     tight = plan_memory(LLAMA8, get_gpu("l4"), context_tokens=131072, concurrency=4)
     assert not tight.fits and "short by" in tight.reason
