@@ -648,7 +648,7 @@ def _against_tool(log: RequestLog, tool) -> pd.DataFrame:
         rate = key in ("window_s", "rps", "output_tps", "input_tps", "total_tps", "goodput_rps")
         if rate and log.source.window_s is None:
             note = "llminfer's window: first request start → last end"
-        if key in ("n_failed", "rps", "ttft_s_mean") and any(
+        if not key.startswith(("tpot_s", "itl_s", "output_tps", "window_s")) and any(
             "empty response" in a for a in log.source.assumptions
         ):
             note = (note + " " if note else "") + (

@@ -44,7 +44,7 @@ _RATES = {
     "request_throughput": "rps",
     "output_token_throughput": "output_tps",
     "benchmark_duration": "window_s",
-    "request_count": "n_requests",
+    "request_count": "n_ok",
     "error_request_count": "n_failed",
     "goodput": "goodput_rps",
 }
@@ -229,6 +229,18 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    if detect(doc) == "requests":  # records: the aggregate AIPerf wrote beside them
+        stem = doc.path.name.split(".")[0]
+        sibling = doc.path.with_name(f"{stem}_aiperf.json")
+        if not sibling.is_file():
+            raise problem(
+                doc.name,
+                "",
+                f"is AIPerf per-request output; its aggregate ({sibling.name}) is not beside it",
+            )
+        from llminfer.importers._files import load
+
+        return read_summary(load(sibling), tool)
     found = _aggregate_metrics(doc.json)
     if found is None:
         raise problem(doc.name, "", "holds no AIPerf/GenAI-Perf aggregate metrics")
@@ -250,6 +262,10 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
                     definitions[key] = definition
         elif name in _RATES and isinstance(stats.get("avg"), (int, float)):
             values[_RATES[name]], names[_RATES[name]] = float(stats["avg"]), f"{name}.avg"
+    if "n_ok" in values:  # AIPerf's request_count counts valid requests only
+        ok, ok_name = values.pop("n_ok"), names.pop("n_ok")
+        values["n_requests"] = ok + values.get("n_failed", 0.0)
+        names["n_requests"] = f"{ok_name} + error_request_count.avg"
     notes = (
         f"{tool}'s inter_token_latency is (E2E − TTFT)/(N − 1) per request — llminfer's TPOT, "
         "not its chunk-gap ITL",
