@@ -148,7 +148,8 @@ def read_requests(
     field; a summary-only file says so (read it with ``llminfer.read_summary``). Bad rows
     (missing or non-numeric values, NaN, negative or fractional token counts, start > first
     token > end out of order, duplicate ids) raise a ValueError naming row, column and value;
-    with ``on_error="report"`` the valid rows load and ``.rejected`` lists every problem. Times in seconds, token counts as integers.
+    with ``on_error="report"`` the valid rows load and ``.rejected`` lists every problem.
+    Times in seconds, token counts as integers.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
