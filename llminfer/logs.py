@@ -235,7 +235,7 @@ def read_requests(
         # An export of another shape than the format says: name the file, format and problem.
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ValueError(
-            f"source={str(path)!r} is not a {format} export as llminfer reads it: "
+            f"source={str(path)!r} does not have the shape of a {format} export: "
             f"{type(exc).__name__}: {' '.join(what.split())}; check --format/format= "
             "or the file"
         ) from exc
