@@ -272,25 +272,29 @@ def _time_scale(time_unit: str | None) -> float:
 
 def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok, source) -> None:
     """Refuse times that are implausible as seconds (``TIME_UNIT_RULE``)."""
+    rows = np.flatnonzero(keep)
     start, first, end = (numbers[name][keep] for name in _TIME_COLUMNS)
     good = ok[keep]
     evidence = None
     with np.errstate(invalid="ignore"):
-        largest = np.nanmax(np.abs(np.concatenate([start, first, end]))) if len(start) else 0
         e2e = (end - start)[good]
         tpot = ((end - first) / (tokens[keep] - 1))[good & (tokens[keep] > 1)]
     e2e, tpot = e2e[np.isfinite(e2e)], tpot[np.isfinite(tpot)]
-    if largest > MAX_TIMESTAMP_S:
-        evidence = f"a timestamp is {largest:.4g}"
-    elif len(tpot) and np.median(tpot) > MAX_MEDIAN_TPOT_S:
+    for name, values in zip(_TIME_COLUMNS, (start, first, end), strict=True):
+        too_big = np.abs(np.nan_to_num(values)) > MAX_TIMESTAMP_S
+        if too_big.any():
+            i = int(np.argmax(too_big))
+            evidence = f"row {rows[i]}, column {name}, value {values[i]:.6g} s"
+            break
+    if evidence is None and len(tpot) and np.median(tpot) > MAX_MEDIAN_TPOT_S:
         evidence = f"the median TPOT would be {np.median(tpot):.4g} s per token"
-    elif len(e2e) and np.median(e2e) > MAX_MEDIAN_E2E_S:
+    elif evidence is None and len(e2e) and np.median(e2e) > MAX_MEDIAN_E2E_S:
         evidence = f"the median E2E latency would be {np.median(e2e):.4g} s"
     if evidence is None:
         return
-    where = f"source={source.path!r}" if source.path else "the log"
+    where = f"source={source.path!r}: the times" if source.path else "the log's times"
     raise LogError(
-        f"{where}: the times do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
+        f"{where} do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
         "Are they milliseconds, microseconds or nanoseconds?",
         " Pass time_unit='ms', 'us' or 'ns' to convert them, or time_unit='s' if they really "
         "are seconds.",
