@@ -28,6 +28,7 @@ import gzip
 import io
 import lzma
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,22 +253,28 @@ def _read_with_pandas(path: Path, dialect: CsvDialect) -> pd.DataFrame:
     na_values = {name: list(STR_NA_VALUES) for name in header if name != "request_id"}
     text_columns = {"request_id", "status", "error"}
     try:
-        return pd.read_csv(
-            path,
-            sep=dialect.delimiter,
-            decimal=dialect.decimal,
-            encoding=dialect.encoding,
-            compression=dialect.compression,
-            dtype={name: object for name in header if name in text_columns},
-            keep_default_na=False,
-            na_values=na_values,
-            skipinitialspace=dialect.delimiter != ",",
-        )
+        with warnings.catch_warnings():
+            # A first data row with one cell more than the header: pandas would take the first
+            # column as the index and shift every cell (or, with index_col=False, drop the
+            # extra cell with only a warning). Both change data silently: refuse instead.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(
+                path,
+                sep=dialect.delimiter,
+                decimal=dialect.decimal,
+                encoding=dialect.encoding,
+                compression=dialect.compression,
+                dtype={name: object for name in header if name in text_columns},
+                keep_default_na=False,
+                na_values=na_values,
+                skipinitialspace=dialect.delimiter != ",",
+                index_col=False,
+            )
     except UnicodeDecodeError:
         raise ValueError(not_utf8_message(path, dialect.compression)) from None
     except pd.errors.EmptyDataError:
         raise ValueError(f"{_where(path)} has no header line") from None
-    except pd.errors.ParserError as exc:
+    except (pd.errors.ParserError, pd.errors.ParserWarning) as exc:
         raise ValueError(_ragged_message(path, dialect, exc)) from None
 
 
