@@ -8,7 +8,8 @@ The schema (times in seconds on any one clock, token counts as integers):
 ``status``
     ``"ok"`` or ``"failed"``. Always present after loading: a request is failed when its
     ``status`` says so (``failed``/``failure``/``error``/``cancelled``) or its ``error`` text is
-    non-empty. Failed requests stay in the log — counted, excluded from latency statistics —
+    non-empty. A blank status (missing, empty or only spaces) means "not stated": ok unless
+    ``error`` has text. Failed requests stay in the log — counted, excluded from latency statistics —
     and may lack ``first_token_ts``, ``end_ts`` and token counts (missing counts load as 0).
 ``error``
     optional free text, why a request failed.
@@ -22,6 +23,10 @@ The schema (times in seconds on any one clock, token counts as integers):
 ``chunk_tokens``
     optional, per request an integer array parallel to ``token_ts``: tokens in each chunk
     (absent means one token per chunk).
+
+``request_id`` is text exactly as written: ``NA``, ``null`` and ``007`` are ids; a blank id is
+missing. Times are seconds unless ``time_unit`` says otherwise (``TIME_UNIT_RULE``). How a CSV
+file is decoded (compression, encoding, delimiter) and where its rows lie is ``llminfer.logfile``.
 
 Any other column is kept as it is (a simulator may add ``preemptions``, ``cached_prefix_tokens``).
 The importers for vLLM, GenAI-Perf, AIPerf and llmperf exports live in ``llminfer.importers``.
