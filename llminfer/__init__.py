@@ -28,7 +28,7 @@ from llminfer.metrics import (
     request_metrics,
     summarize,
 )
-from llminfer.models import Model
+from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.roofline import (
     Cost,
@@ -68,6 +68,7 @@ __all__ = [
     "attention_hbm_bytes",
     "bound",
     "bytes_per_element",
+    "check_tensor_parallel",
     "compare_definitions",
     "estimate_latency",
     "format_bytes",
@@ -91,5 +92,6 @@ __all__ = [
     "step_timer",
     "summarize",
     "sweep",
+    "tensor_parallel_sizes",
     "weight_bytes",
 ]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
+from llminfer.models import check_tensor_parallel
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -180,6 +181,8 @@ def _diagnose(args: argparse.Namespace) -> int:
     gpu = get_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
+    if model is not None:
+        check_tensor_parallel(model, args.n_gpus, "--n-gpus")
     report = diagnose(
         log,
         model=model,

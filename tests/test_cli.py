@@ -81,3 +81,11 @@ def test_parse_slo_units():
     assert parse_slo("ttft=2") == {"ttft_s": 2.0}
     with pytest.raises(ValueError, match="names no target"):
         parse_slo(",")
+
+
+def test_n_gpus_that_does_not_split_the_heads_is_refused(capsys):
+    # Llama-3.1-8B has 32 attention heads and 8 KV heads: TP 3 is refused by vLLM too.
+    args = ["diagnose", str(DATA / "requests.csv"), "--model", "llama-3.1-8b", "--gpu", "h100"]
+    assert main([*args, "--n-gpus", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-gpus=3" in err and "allowed: 1, 2, 4, 8, 16, 32" in err
