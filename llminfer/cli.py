@@ -65,7 +65,10 @@ SHOWN_REJECTED = 10
 
 
 class NoValidRequests(ValueError):
-    """``--on-error report`` left no request to analyse."""
+    """``--on-error report`` left no request to analyse (exit 2).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
 
 
 def _read_log(args: argparse.Namespace) -> RequestLog:

@@ -9,8 +9,9 @@ The schema (times in seconds on any one clock, token counts as integers):
     ``"ok"`` or ``"failed"``. Always present after loading: a request is failed when its
     ``status`` says so (``failed``/``failure``/``error``/``cancelled``) or its ``error`` text is
     non-empty. A blank status (missing, empty or only spaces) means "not stated": ok unless
-    ``error`` has text. Failed requests stay in the log — counted, excluded from latency statistics —
-    and may lack ``first_token_ts``, ``end_ts`` and token counts (missing counts load as 0).
+    ``error`` has text. Failed requests stay in the log — counted, excluded from latency
+    statistics — and may lack ``first_token_ts``, ``end_ts`` and token counts (missing counts
+    load as 0).
 ``error``
     optional free text, why a request failed.
 ``scheduled_ts``
@@ -189,10 +190,10 @@ def read_requests(
     ``on_error="report"`` the valid rows load and ``.rejected`` lists every problem.
 
     ``time_unit``: the unit of the times in a CSV or DataFrame log, ``"s"``, ``"ms"``,
-    ``"us"`` or ``"ns"``; they are converted to seconds. ``None`` (the default) means seconds,
-    checked: a log whose times are implausible as seconds (``TIME_UNIT_RULE``) is refused with a
-    message suggesting ``time_unit`` — never rescaled by a guess. Tool exports state their own
-    units. Token counts are integers.
+    ``"us"`` or ``"ns"``; they are converted to seconds. ``None`` (the default) means seconds;
+    a CSV file's times are checked: one implausible as seconds (``TIME_UNIT_RULE``) is refused
+    with a message suggesting ``time_unit`` — never rescaled by a guess. (A DataFrame is the
+    program's own data: it is not second-guessed.) Tool exports state their own units.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -529,7 +530,7 @@ def validate_requests(
         raise BadRowsError(rejected, source)
 
     keep = ~problems.bad
-    if time_unit is None and source.format in ("csv", "dataframe"):
+    if time_unit is None and source.format == "csv":
         _check_seconds(numbers, numbers["output_tokens"], keep, ok, source)
     everything = keep.all()
     # Build the result column by column (no copy-then-overwrite of the whole frame).

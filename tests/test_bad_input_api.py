@@ -59,10 +59,16 @@ def test_hex_and_counts_beyond_2_to_the_53_are_rejected_not_converted():
     ]
 
 
-def test_time_unit_rule_refuses_milliseconds_and_converts_when_told():
+def _csv(tmp_path, frame: pd.DataFrame):
+    path = tmp_path / "log.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_time_unit_rule_refuses_milliseconds_and_converts_when_told(tmp_path):
     ms = _frame(**{c: _frame()[c] * 1000 for c in ("start_ts", "first_token_ts", "end_ts")})
     with pytest.raises(LogError, match="time_unit='ms'") as caught:
-        read_requests(ms)
+        read_requests(_csv(tmp_path, ms))
     assert TIME_UNIT_RULE in str(caught.value)
     assert "--time-unit ms" in caught.value.cli_message()
     log = read_requests(ms, time_unit="ms")
@@ -71,14 +77,16 @@ def test_time_unit_rule_refuses_milliseconds_and_converts_when_told():
         read_requests(ms, time_unit="hours")
 
 
-def test_a_median_tpot_of_2_s_is_the_limit():
+def test_a_median_tpot_of_2_s_is_the_limit(tmp_path):
     # r1: 79 gaps of 2 s → TPOT exactly 2 s: allowed; 2.1 s is not.
     ok = _frame(end_ts=[0.42 + 79 * 2.0, 0.71 + 95 * 2.0, 0.88 + 63 * 2.0])
-    assert len(read_requests(ok)) == 3
-    slow = _frame(end_ts=[0.42 + 79 * 2.1, 0.71 + 95 * 2.1, 0.88 + 63 * 2.1])
+    assert len(read_requests(_csv(tmp_path, ok))) == 3
+    slow = _csv(tmp_path, _frame(end_ts=[0.42 + 79 * 2.1, 0.71 + 95 * 2.1, 0.88 + 63 * 2.1]))
     with pytest.raises(LogError, match=r"median TPOT would be 2\.1 s"):
         read_requests(slow)
     assert len(read_requests(slow, time_unit="s")) == 3  # told: seconds, really
+    # A DataFrame is the program's own data: converted when told, never second-guessed.
+    assert len(read_requests(pd.read_csv(slow))) == 3
 
 
 def test_record_lines_count_blank_lines_and_quoted_breaks(tmp_path):
