@@ -442,7 +442,8 @@ def _overload_queue(run: _Run, evidence: dict, common: dict, how: str) -> Findin
     target = run.slo["ttft_s"]
     where = (
         f"in window {evidence['window']} requests arrive at "
-        f"{evidence['window_arrival_rps']:.3g}/s, more than are served: the queue grows from {evidence['window_waiting_start']:.0f} to "
+        f"{evidence['window_arrival_rps']:.3g}/s, more than are served: the queue grows from "
+        f"{evidence['window_waiting_start']:.0f} to "
         f"{evidence['window_waiting_end']:.0f} waiting and TTFT p90 reaches "
         f"{evidence['window_ttft_p90_s']:.3g} s"
         if "window" in evidence
