@@ -33,7 +33,7 @@ NAMES = {
     "running": ("vllm:num_requests_running",),
     "swapped": ("vllm:num_requests_swapped",),
     "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-    "preemptions_total": ("vllm:num_preemptions_total", "vllm:num_preemptions"),
+    "preemptions": ("vllm:num_preemptions_total", "vllm:num_preemptions"),
 }
 _MAX = {"kv_usage"}
 
