@@ -24,7 +24,7 @@ CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
 
 
 #: The engine the first five case studies were written for, spelled out (vLLM V0-like: no
-#: chunked prefill, no prefix caching), so a change of ``EngineConfig()``'s defaults does not
+#: chunked prefill, no prefix caching), so a change of the EngineConfig defaults does not
 #: change them.
 V0_ENGINE = EngineConfig(
     chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192

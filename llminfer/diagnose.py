@@ -74,6 +74,9 @@ SERVED_SHARE = 0.9
 LONG_PROMPT_SPREAD = 3.0
 #: Decode at low load slower than this multiple of the bandwidth floor is an inefficiency.
 FLOOR_MULTIPLE = 3.0
+#: Interference needs the slow requests to have overlapped at least this multiple of the
+#: median request's prefill work (tokens/s during decode); below it, prefill is just load.
+PREFILL_CONCENTRATION = 1.5
 #: Requests with fewer requests ahead of them than this count as having arrived to no queue.
 ALONE_MIN = 10
 
@@ -606,8 +609,12 @@ def _decode(run: _Run) -> Finding:
         )
     _, b, c = _fit_tpot(tpot, d, p)
     slow = tpot > target
-    from_batch = b * max(_p(d[slow], 50) - _p(d, 10), 0.0)
-    from_prefill = c * max(_p(p[slow], 50) - _p(p, 10), 0.0)
+    # What sets the slow requests apart from the median request: a bigger batch, or more
+    # prefill work during their decode? Load raises both for everyone; interference is prefill
+    # work concentrated on the slow requests (they overlapped long prompts, others did not).
+    from_batch = b * max(_p(d[slow], 50) - _p(d, 50), 0.0)
+    from_prefill = c * max(_p(p[slow], 50) - _p(p, 50), 0.0)
+    concentrated = _p(p[slow], 50) >= PREFILL_CONCENTRATION * max(_p(p, 50), 1.0)
     evidence.update(
         {
             "slow_decoding_together_p50": _p(d[slow], 50),
@@ -616,24 +623,25 @@ def _decode(run: _Run) -> Finding:
             "tpot_from_overlapping_prefills_s": from_prefill,
         }
     )
-    if from_prefill > from_batch:
+    if from_prefill > from_batch and concentrated:
         return Finding(
             "decode",
             "problem",
             evidence,
             f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
             "because other requests' prefills run during the slow requests' decode: "
-            f"they add ≈ {from_prefill * 1e3:.3g} ms per token, the batch "
-            f"≈ {from_batch * 1e3:.3g} ms — long prefills stall the decode steps they share",
+            f"{evidence['slow_prefill_overlap_tokens_per_s']:,.0f} prompt tokens/s against "
+            f"{_p(p, 50):,.0f} for the median request, adding ≈ {from_prefill * 1e3:.3g} ms per "
+            f"token (a bigger batch ≈ {from_batch * 1e3:.3g} ms) — long prefills stall the "
+            "decode steps they share",
             cause="interference",
             suggestions=run.suggestions("interference"),
             **common,
         )
     reason = (
         f"the slow requests decoded {evidence['slow_decoding_together_p50']:.0f} together "
-        f"(the quietest {evidence['low_load_decoding']:.1f}); the batch adds "
-        f"≈ {from_batch * 1e3:.3g} ms per token and the prefill work that comes with the load "
-        f"≈ {from_prefill * 1e3:.3g} ms"
+        f"(the quietest {evidence['low_load_decoding']:.1f}) and every decode shares its steps "
+        f"with the prompts that keep arriving ({_p(p, 50):,.0f} prompt tokens/s at the median)"
     )
     return Finding(
         "decode",
@@ -829,8 +837,9 @@ def procedure_table() -> pd.DataFrame:
         ),
         "decode": (
             "TPOT at low load; TPOT ≈ a + b·decoding together + c·overlapping prefill tokens",
-            "too_slow if the low-load TPOT misses; else interference when overlapping prefills "
-            "add more to the slow requests' TPOT than the batch does, overload otherwise",
+            "too_slow if the low-load TPOT misses; else interference when the slow requests "
+            f"overlapped ≥ {PREFILL_CONCENTRATION:g}× the median request's prefill work and it "
+            "adds more to their TPOT than their bigger batch, overload otherwise",
             MIN_REQUESTS,
         ),
         "saturation": (
