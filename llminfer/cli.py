@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from llminfer.logs import FORMATS, read_requests
 from llminfer.metrics import summarize
+from llminfer.models import check_tensor_parallel
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -178,6 +179,8 @@ def _diagnose(args: argparse.Namespace) -> int:
     for name in ("n_gpus", "replicas"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)} must be ≥ 1")
+    if model is not None:
+        check_tensor_parallel(model, args.n_gpus, "--n-gpus")
     server = [read_scrape(path) for path in args.metrics] if args.metrics else None
     log = read_requests(args.file, format=args.format, on_error=args.on_error)
     report = diagnose(
