@@ -561,3 +561,15 @@ def test_model_and_gpu_enable_the_bandwidth_floor():
                       gpu=get_gpu("h100-sxm"))  # fmt: skip
     decode = report.finding("decode")
     assert 1 <= decode.evidence["low_load_tpot_over_floor"] < 3
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASE_STUDIES.items() if c.expected])
+def test_same_cause_without_scheduled_ts(name):
+    """Most tools log no scheduled_ts: the wait is then estimated from the requests that
+    arrived to an empty queue, and the cause must not change."""
+    case = CASE_STUDIES[name]
+    frame = pd.read_csv(DATA / case.data_file).drop(columns=["scheduled_ts"])
+    report = diagnose(read_requests(frame), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
+    assert report.cause == case.expected
+    for step in ("queueing", "prefill"):
+        assert "measured" not in report.finding(step).detail
