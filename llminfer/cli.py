@@ -15,8 +15,10 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
+from llminfer.bench.run import register_bench
 from llminfer.logs import FORMATS, read_requests
 from llminfer.metrics import summarize
+from llminfer.serve.run import register_serve
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -151,7 +153,7 @@ def register_diagnose(subparsers) -> None:
 
 
 #: Every subcommand's register function; append one to add a subcommand.
-COMMANDS: list[Callable] = [register_metrics, register_diagnose]
+COMMANDS: list[Callable] = [register_metrics, register_diagnose, register_bench, register_serve]
 
 
 def build_parser() -> argparse.ArgumentParser:
