@@ -280,6 +280,7 @@ class BenchRun:
     on_done: Callable[[RequestRecord], None] | None = None
     interrupted: bool = False
     duration_s: float = float("nan")
+    t0: float = float("nan")  # time.perf_counter() at the run's time zero
 
 
 async def run_bench(
@@ -338,7 +339,7 @@ async def run_bench(
             item = record(i, warm=True)
             run.warmup.append(item)
             await send_request(session, endpoint, body(i % len(table)), item, t0)
-        t0 = time.perf_counter()
+        t0 = run.t0 = time.perf_counter()
         pending: set[asyncio.Task] = set()
 
         async def one(i: int) -> None:
