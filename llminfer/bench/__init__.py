@@ -7,7 +7,13 @@ the command line.
 """
 
 from llminfer.bench.client import BenchRun, RequestRecord, bench, plan_requests, run_bench
-from llminfer.bench.results import accounting, records_frame, write_log
+from llminfer.bench.results import (
+    accounting,
+    decode_tps,
+    records_frame,
+    sweep_server,
+    write_log,
+)
 from llminfer.bench.run import register_bench
 from llminfer.bench.sse import Chunk, SSEDecoder, read_chunk
 
@@ -18,10 +24,12 @@ __all__ = [
     "SSEDecoder",
     "accounting",
     "bench",
+    "decode_tps",
     "plan_requests",
     "read_chunk",
     "records_frame",
     "register_bench",
     "run_bench",
+    "sweep_server",
     "write_log",
 ]

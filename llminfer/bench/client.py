@@ -204,7 +204,12 @@ def request_body(model: str, prompt: str, max_tokens: int, chat: bool, usage: bo
 
 
 async def send_request(session, url: str, body: dict, record: RequestRecord, t0: float) -> None:
-    """Stream one request and fill ``record``; never raises for a failed request."""
+    """Stream one request to ``url`` and fill ``record`` (times in seconds since ``t0``, a
+    ``time.perf_counter`` value); a failed request gets its reason in ``record.error`` and
+    never raises.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
     import aiohttp
 
     clock = time.perf_counter

@@ -124,3 +124,58 @@ def warmup_path(path: str | Path) -> Path:
     """
     path = Path(path)
     return path.with_name(path.stem + ".warmup" + (path.suffix or ".csv"))
+
+
+def decode_tps(frame: pd.DataFrame) -> float:
+    """Decode throughput of a run, tokens/s: every token after each request's first, over the
+    span from the first first-token to the last end (ok requests only).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    ok = frame[frame["status"] == "ok"]
+    if ok.empty:
+        raise ValueError("frame has no successful request: no decode throughput")
+    span = ok["end_ts"].max() - ok["first_token_ts"].min()
+    return float((ok["output_tokens"] - 1).sum() / span) if span > 0 else float("nan")
+
+
+def sweep_server(
+    url: str,
+    workload,
+    model: str,
+    concurrencies=None,
+    rates=None,
+    percentiles=(50, 90, 99),
+    **bench_kwargs,
+) -> tuple[pd.DataFrame, dict]:
+    """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
+    same workload otherwise — the measured twin of ``llminfer.simulate.sweep``.
+
+    Returns (table, logs): one table row per load with the load column, ``failed``,
+    ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
+    its request log (a DataFrame in chapter 6's schema).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    from dataclasses import replace
+
+    from llminfer.bench.client import bench
+    from llminfer.metrics import summarize
+
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    rows, logs = [], {}
+    for value in values:
+        point = replace(
+            workload, **{kind: value, ("concurrency" if kind == "rate" else "rate"): None}
+        )
+        run = bench(url, point, model, **bench_kwargs)
+        frame = records_frame(run.records)
+        counts = accounting(run)
+        logs[value] = frame
+        summary = summarize(frame, percentiles=percentiles).to_dict()
+        rows.append(
+            {kind: value, "failed": counts["failed"], "decode_tps": decode_tps(frame), **summary}
+        )
+    return pd.DataFrame(rows), logs
