@@ -1,8 +1,9 @@
 """A streaming load generator for OpenAI-compatible servers: asyncio + aiohttp.
 
 aiohttp, as vLLM's own ``benchmark_serving`` uses: one event loop drives hundreds of streams,
-the response body is read line by line as it arrives (``StreamReader``), and on a 2-core machine
-it costs about a fifth of httpx per streamed chunk (``benchmarks/bench_client.py`` measures it).
+the response body is read line by line as it arrives (``StreamReader``), and the same library
+serves the toy server. ``benchmarks/bench_client.py`` measures how close its timestamps are to
+a known chunk schedule and what it costs per chunk.
 
 Load comes from ``llminfer.workload.Workload``, the same description ``simulate`` takes: an open
 loop (requests sent at the drawn arrival times, Poisson or bursty) or a closed loop (C users,
