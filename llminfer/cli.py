@@ -25,9 +25,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from llminfer.bench.run import register_bench
 from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
 from llminfer.models import check_tensor_parallel
+from llminfer.serve.run import register_serve
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -377,7 +379,13 @@ def register_presets(subparsers) -> None:
 
 
 #: Every subcommand's register function; append one to add a subcommand.
-COMMANDS: list[Callable] = [register_metrics, register_diagnose, register_presets]
+COMMANDS: list[Callable] = [
+    register_metrics,
+    register_diagnose,
+    register_presets,
+    register_bench,
+    register_serve,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
