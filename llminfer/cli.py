@@ -51,6 +51,15 @@ def parse_slo(text: str) -> dict[str, float]:
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
     log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    if args.by:
+        grouped = summarize(log, slo=slo, by=args.by)
+        if args.json:
+            print(grouped.table.to_json(orient="index", indent=2))
+        else:
+            print(f"# {log.source}")
+            print(grouped)
+        _report_rejected(log)
+        return 0
     summary = summarize(log, slo=slo)
     if args.json:
         flat = {
@@ -68,7 +77,11 @@ def _metrics(args: argparse.Namespace) -> int:
 def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
     """The arguments every command that reads a log shares: the file, its format, the
     latency targets and what to do with bad rows."""
-    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "file",
+        help="the log: .csv, .csv.gz, .parquet, .json or .jsonl; or a directory or a quoted glob "
+        "of CSV/CSV.gz/Parquet files (each request's file in column 'source')",
+    )
     parser.add_argument(
         "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
     )
@@ -103,6 +116,10 @@ def register_metrics(subparsers) -> None:
     )
     _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--by",
+        help="also one row per value of this column, e.g. --by source for a directory or glob",
+    )
     parser.set_defaults(func=_metrics)
 
 

@@ -142,6 +142,10 @@ def read_requests(
 ) -> RequestLog:
     """Read a request log from a CSV path, a DataFrame or another tool's export.
 
+    ``source`` may also be a directory or a glob of CSV, CSV.gz or Parquet files (one replica or
+    one hour each): they load as one log with a ``source`` column naming each request's file
+    (``llminfer.logsets``).
+
     ``format``: ``"auto"`` (recognised by the file's content, plain or ``.gz``), or one of
     ``csv``, ``parquet``, ``dataframe``, ``vllm``, ``sglang``, ``genai-perf``, ``aiperf``,
     ``llmperf``, ``guidellm``. A tool's problems raise a ValueError naming file, record and
@@ -167,6 +171,10 @@ def read_requests(
             f"not {type(source).__name__}"
         )
     path = Path(source)
+    from llminfer import logsets  # imported here: logsets builds on this module
+
+    if logsets.is_many(path):  # a directory or a glob: one log with a 'source' column
+        return logsets.read_log_files(path, format, on_error)
     if not path.is_file():
         raise ValueError(f"source={str(path)!r}: no such file")
     from llminfer import importers  # imported here: importers builds on this module

@@ -17,12 +17,16 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from llminfer.logs import RequestLog, read_requests
 from llminfer.quantiles import select_percentiles
+
+if TYPE_CHECKING:
+    from llminfer.logsets import GroupedSummary
 
 #: Latency metrics every summary reports; the SLO keys ``summarize`` accepts.
 LATENCY_METRICS = ("ttft_s", "tpot_s", "e2e_s")
@@ -337,8 +341,13 @@ def summarize(
     log: RequestLog | pd.DataFrame,
     percentiles: Sequence[float] = (50, 90, 95, 99),
     slo: dict[str, float] | None = None,
-) -> Summary:
+    by: str | None = None,
+) -> Summary | GroupedSummary:
     """Summarise a log: counts, window, RPS, output/input/total TPS, goodput and percentiles.
+
+    With ``by`` (a column, e.g. ``"source"`` of a log read from many files) the result is a
+    ``GroupedSummary`` instead: a ``Summary`` per value and the total, and a table of headline
+    figures per value beside the total (``llminfer.logsets.summarize_by``).
 
     ``percentiles`` in percent (99.9 allowed); ``slo`` maps ``ttft_s``/``tpot_s``/``e2e_s`` to
     targets in seconds: goodput = successful requests meeting every target / window (s), good
@@ -350,6 +359,10 @@ def summarize(
     percentiles = _check_percentiles(percentiles)
     slo = _check_slo(slo)
     log = _as_log(log)
+    if by is not None:
+        from llminfer.logsets import summarize_by
+
+        return summarize_by(log, by, percentiles, slo)
     requests = log.requests
     if {"scheduled_ts", "token_ts"} & set(requests.columns):
         frame = request_metrics(log)
