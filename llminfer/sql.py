@@ -150,7 +150,11 @@ def _connect(memory_limit: str | None, threads: int | None):
 def _files_relation(source: str | Path) -> str:
     from llminfer.logsets import is_many, log_files
 
-    files = log_files(source)[0] if is_many(source) else [Path(source)]
+    return _relation(log_files(source)[0] if is_many(source) else [Path(source)], source)
+
+
+def _relation(files: list[Path], source: str | Path) -> str:
+    """DuckDB's table function reading ``files`` (all Parquet or all CSV/CSV.gz)."""
     listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
     if all(f.suffix in (".parquet", ".pq") for f in files):
         return f"read_parquet([{listed}])"
