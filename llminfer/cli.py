@@ -50,6 +50,13 @@ def parse_slo(text: str) -> dict[str, float]:
 
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
+    if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
+        from llminfer.logstream import summarize_stream
+
+        summary = summarize_stream(args.file, slo=slo, engine=args.engine)
+        print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
+        print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+        return 0
     log = read_requests(args.file, format=args.format, on_error=args.on_error)
     if args.by:
         grouped = summarize(log, slo=slo, by=args.by)
@@ -119,6 +126,14 @@ def register_metrics(subparsers) -> None:
     parser.add_argument(
         "--by",
         help="also one row per value of this column, e.g. --by source for a directory or glob",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="a log bigger than memory (Parquet/CSV files): exact summary in batched passes",
+    )
+    parser.add_argument(
+        "--engine", default="arrow", choices=["arrow", "duckdb"], help="batch reader for --stream"
     )
     parser.set_defaults(func=_metrics)
 

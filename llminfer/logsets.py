@@ -100,7 +100,7 @@ def read_log_files(
                 "files (rename the column in that file)"
             )
         frames.append(log.requests.assign(source=name))
-    requests = pd.concat(frames, ignore_index=True, copy=False)
+    requests = pd.concat(frames, ignore_index=True)
     requests["source"] = pd.Categorical(requests["source"], categories=names)
     requests["status"] = pd.Categorical(requests["status"], categories=["ok", "failed"])
     rejected = [log.rejected.assign(source=name) for log, name in zip(logs, names, strict=True)]

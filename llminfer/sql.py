@@ -71,7 +71,7 @@ def metrics_sql(
         ]
         latency += [
             f"  PERCENTILE_CONT({q / 100!r}) WITHIN GROUP (ORDER BY {metric}) {ok} "
-            f"AS {metric}_p{q:g}"
+            f'AS "{metric}_p{q:g}"'  # quoted: p99.9 holds a dot
             for q in percentiles
         ]
     targets = ", ".join(f"CAST({_number(slo.get(m))} AS DOUBLE) AS max_{m}" for m in _LATENCY)
