@@ -65,12 +65,15 @@ def log_files(source: str | Path) -> tuple[list[Path], Path]:
 
 
 def read_log_files(
-    source: str | Path | Sequence[str | Path], format: str = "auto", on_error: str = "raise"
+    source: str | Path | Sequence[str | Path],
+    format: str = "auto",
+    on_error: str = "raise",
+    time_unit: str | None = None,
 ) -> RequestLog:
     """Read a directory, a glob or a list of log files into one ``RequestLog``.
 
-    Each file is read by ``read_requests`` (``format`` and ``on_error`` as there; each file's
-    format is recognised by content when ``"auto"``) and its rows get ``source``: the file's
+    Each file is read by ``read_requests`` (``format``, ``on_error``, ``time_unit`` as there; its
+    format recognised by content when ``"auto"``) and its rows get ``source``: the file's
     name relative to the directory or glob (a categorical column). Rejected rows keep their
     0-based row within their own file and get ``source`` too. Times in seconds.
 
@@ -90,7 +93,7 @@ def read_log_files(
             name = str(file.relative_to(root)) if root != Path() else str(file)
         except ValueError:
             name = str(file)
-        logs.append(read_requests(file, format=format, on_error=on_error))
+        logs.append(read_requests(file, format=format, on_error=on_error, time_unit=time_unit))
         names.append(name)
     frames = []
     for log, name in zip(logs, names, strict=True):
