@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             print(out.stderr)
             return 1
         seconds = time.perf_counter() - tick
-        results[engine] = json.loads(out.stdout)
+        results[engine] = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{engine:>6}: {seconds:.1f} s, peak {results[engine]['peak_gib']:.2f} GiB")
         results[engine]["seconds"] = seconds
     a, d = results["arrow"], results["duckdb"]
