@@ -12,6 +12,8 @@ from llminfer.hardware import GPU, measure_machine
 from llminfer.importers import ToolSummary, read_summary
 from llminfer.latency import Estimate, estimate_latency
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
+from llminfer.logsets import GroupedSummary
+from llminfer.logstream import summarize_stream
 from llminfer.memory import (
     MemoryPlan,
     kv_bytes_per_token,
@@ -31,6 +33,7 @@ from llminfer.metrics import (
 )
 from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.quantiles import select_percentiles
 from llminfer.roofline import (
     Cost,
     StepTimer,
@@ -45,6 +48,7 @@ from llminfer.roofline import (
 # The simulate() function stays in llminfer.simulate: re-exporting it here would shadow the
 # submodule, so `from llminfer import simulate` always gives the module.
 from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, sweep
+from llminfer.sql import METRICS_SQL, run_metrics_sql
 from llminfer.units import bytes_per_element, format_bytes
 
 __version__ = "0.1.0"
@@ -52,11 +56,13 @@ __version__ = "0.1.0"
 __all__ = [
     "ARTICLE_COLUMNS",
     "GPU",
+    "METRICS_SQL",
     "Cost",
     "Diagnosis",
     "EngineConfig",
     "Estimate",
     "Finding",
+    "GroupedSummary",
     "MemoryPlan",
     "Model",
     "RequestLog",
@@ -91,9 +97,12 @@ __all__ = [
     "read_summary",
     "request_metrics",
     "ridge_point",
+    "run_metrics_sql",
+    "select_percentiles",
     "step_cost",
     "step_timer",
     "summarize",
+    "summarize_stream",
     "sweep",
     "tensor_parallel_sizes",
     "weight_bytes",
