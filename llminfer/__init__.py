@@ -9,7 +9,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
-from llminfer.latency import Estimate, estimate_latency
+from llminfer.latency import Estimate, estimate_latency, feasibility
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
     MemoryPlan,
@@ -71,6 +71,7 @@ __all__ = [
     "check_tensor_parallel",
     "compare_definitions",
     "estimate_latency",
+    "feasibility",
     "format_bytes",
     "get_gpu",
     "get_model",
