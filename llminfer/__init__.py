@@ -10,7 +10,7 @@ from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
 from llminfer.importers import ToolSummary, read_summary
-from llminfer.latency import Estimate, estimate_latency
+from llminfer.latency import Estimate, estimate_latency, feasibility
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.logsets import GroupedSummary
 from llminfer.logstream import summarize_stream
@@ -79,6 +79,7 @@ __all__ = [
     "check_tensor_parallel",
     "compare_definitions",
     "estimate_latency",
+    "feasibility",
     "format_bytes",
     "get_gpu",
     "get_model",
