@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from llminfer.steptime import StepModel
 from llminfer.units import GiB, MiB, check_dtype
 
 #: The compute formats a GPU may list a dense peak for; fp32 is the non-tensor rate.
@@ -33,6 +34,9 @@ class GPU:
       direction**, None without one. ``pcie_bandwidth``: host link, bytes/s per direction.
     - ``sm_count``: streaming multiprocessors (AMD: compute units); ``shared_memory_per_sm``:
       the on-chip SRAM one SM can give a kernel as shared memory, bytes. Both None when unknown.
+    - ``step_model``: the realistic step-time constants measured on this chip
+      (``llminfer.steptime.StepModel``, e.g. from ``llminfer.calibration``); None uses
+      ``DEFAULT_STEP_MODEL``.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
@@ -51,6 +55,7 @@ class GPU:
     sm_count: int | None = None
     shared_memory_per_sm: float | None = None
     source: str = field(default="custom", compare=False)
+    step_model: StepModel | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -65,6 +70,8 @@ class GPU:
         self._check_optional_positive("pcie_bandwidth")
         self._check_optional_positive("sm_count")
         self._check_optional_positive("shared_memory_per_sm")
+        if self.step_model is not None and not isinstance(self.step_model, StepModel):
+            raise ValueError(f"step_model={self.step_model!r} must be a StepModel or None")
 
     def _check_optional_positive(self, name: str) -> None:
         value = getattr(self, name)

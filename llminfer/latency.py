@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
@@ -25,6 +26,7 @@ from llminfer.roofline import (
     bound,
     compute_dtype,
 )
+from llminfer.steptime import StepModel
 from llminfer.units import format_duration
 from llminfer.validate import check_int
 
@@ -54,7 +56,7 @@ class Estimate:
     decode_bound: str
     prefill_cost: Cost
     decode_cost: Cost
-    efficiency: Efficiency
+    efficiency: Efficiency | StepModel
     ideal: Estimate | None = None
 
     @property
@@ -75,20 +77,18 @@ class Estimate:
 
 def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimate:
     pairs = attended_pairs(prompt, 0)
-    t_c, t_m, t_x = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
-    ttft = max(t_c, t_m) + t_x
+    t_c, t_m, _ = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
+    ttft = timer(batch * prompt, batch * pairs, 0, 0)
     prefill_bound = "compute" if t_c >= t_m else "memory"
-    total = compute_time = memory_time = 0.0
-    for k in range(1, output):
-        t_c, t_m, t_x = timer.breakdown(0, 0, batch, batch * (prompt + k - 1))
-        total += max(t_c, t_m) + t_x
-        if t_c >= t_m:
-            compute_time += t_c
-        else:
-            memory_time += t_m
-    if output == 1:  # no decode step: report the one that would come next
-        t_c, t_m, _ = timer.breakdown(0, 0, batch, batch * prompt)
-        compute_time, memory_time = t_c, t_m
+    if output > 1:
+        context = batch * (prompt + np.arange(output - 1, dtype=float))
+        total = float(timer.decode_steps(batch, context).sum())
+        t_c, t_m, _ = timer.breakdown(0, 0, batch, context)
+        compute_time = float(np.where(t_c >= t_m, t_c, 0.0).sum())
+        memory_time = float(np.where(t_c >= t_m, 0.0, t_m).sum())
+    else:  # no decode step: report the one that would come next
+        total = 0.0
+        compute_time, memory_time, _ = timer.breakdown(0, 0, batch, batch * prompt)
     tpot = total / (output - 1) if output > 1 else 0.0
     return Estimate(
         model=timer.model.name,
@@ -117,13 +117,15 @@ def estimate_latency(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> Estimate:
     """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
 
     Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
-    steps (see ``Estimate``). ``efficiency`` defaults to ``DEFAULT_EFFICIENCY``; ``.ideal``
-    holds the physical floor at 100 % of the peaks. Queueing and network time are not included.
+    steps (see ``Estimate``). ``efficiency`` defaults to the realistic step model
+    (``llminfer.steptime.DEFAULT_STEP_MODEL``, or the GPU's own from ``calibrate``); pass an
+    ``Efficiency`` or a number for the plain roofline at those fractions. ``.ideal`` holds the
+    physical floor at 100 % of the peaks. Queueing and network time are not included.
     Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
     ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
 
@@ -149,7 +151,7 @@ def decode_batch_table(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
@@ -182,7 +184,7 @@ def prefill_table(
     gpus: Sequence[GPU],
     prompt_tokens: Sequence[int],
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
 
@@ -200,7 +202,7 @@ def prefill_table(
                 {
                     "gpu": gpu.name,
                     "prompt_tokens": p,
-                    "ttft_s": max(t_c, t_m),
+                    "ttft_s": timer(p, pairs, 0, 0),
                     "bound": "compute" if t_c >= t_m else "memory",
                 }
             )
@@ -213,7 +215,7 @@ def gpu_comparison(
     prompt_tokens: int,
     output_tokens: int,
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
 

@@ -24,6 +24,14 @@ import numpy as np
 from llminfer.hardware import GPU
 from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
 from llminfer.models import Model
+from llminfer.steptime import (
+    DEFAULT_STEP_MODEL,
+    StepModel,
+    StepParts,
+    _seconds,
+    step_seconds,
+    step_terms,
+)
 from llminfer.units import bytes_per_element, check_dtype, format_bytes
 from llminfer.validate import check_int
 
@@ -134,7 +142,8 @@ class Cost:
     to the other GPUs (tensor parallelism).
 
     ``memory_bytes`` = weights + KV read + KV written + activations. ``n_allreduce`` counts the
-    all-reduces (two per layer when ``tp > 1``).
+    all-reduces (two per layer when ``tp > 1``). ``parts``: the same work split by kernel kind
+    (``llminfer.steptime.StepParts``), which the realistic step time needs.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -151,6 +160,7 @@ class Cost:
     weight_dtype: str
     kv_dtype: str
     model: str = ""
+    parts: StepParts | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -193,6 +203,10 @@ class _CostModel:
         self.kv_global = kv_layer * m.n_global_layers
         self.kv_sliding = kv_layer * m.n_sliding_layers
         self.kv_all = kv_layer * m.n_layers
+        # KV heads one GPU holds: at least one (replicated when tp > n_kv_heads).
+        # MLA decode kernels spread over query heads (every head reads the one latent).
+        heads = m.n_heads if m.kv_lora_rank is not None else m.n_kv_heads
+        self.kv_heads = max(1, heads // tp)
         bytes_per_param = weight_bytes(m.n_params, self.weight_dtype) / m.n_params
         if m.is_moe:
             e, k = m.n_experts, m.experts_per_token
@@ -213,31 +227,56 @@ class _CostModel:
         else:
             self.n_allreduce, self.comm_per_token = 0, 0.0
 
-    def components(self, pt: int, pa: int, ds: int, dc: int, pc: int) -> tuple:
-        """(flops, weight, kv_read, kv_write, activation, comm bytes, tokens) of one step."""
+    def parts(self, pt: int, pa: int, ds: int, dc: int, pc: int, comm_s: float = 0.0) -> StepParts:
+        """The step's work split by kernel kind (``llminfer.steptime.StepParts``)."""
         tokens = pt + ds
         w = self.window
-        flops = self.linear_flops * tokens + self.lm_head_flops * ds
-        flops += self.attn_global * (pa + dc + ds)
-        kv_read = self.kv_global * (dc + pc)
+        prefill_attn = self.attn_global * pa
+        decode_attn = self.attn_global * (dc + ds)
+        decode_kv = self.kv_global * dc
+        prefill_kv = self.kv_global * pc
         if w:  # np.minimum, not min: StepTimer.decode_steps passes dc as an array
-            flops += self.attn_sliding * (np.minimum(pa, pt * w) + np.minimum(dc + ds, ds * w))
-            kv_read += self.kv_sliding * (np.minimum(dc, ds * w) + np.minimum(pc, pt * w))
+            prefill_attn += self.attn_sliding * np.minimum(pa, pt * w)
+            decode_attn += self.attn_sliding * np.minimum(dc + ds, ds * w)
+            decode_kv += self.kv_sliding * np.minimum(dc, ds * w)
+            prefill_kv += self.kv_sliding * np.minimum(pc, pt * w)
         weights = self.shared_weight_bytes
         if self.n_experts:
             weights += self.expert_bytes * self.n_experts * (1 - self.miss**tokens)
+        return StepParts(
+            linear_flops=self.linear_flops * tokens + self.lm_head_flops * ds,
+            prefill_attention_flops=prefill_attn,
+            decode_attention_flops=decode_attn,
+            weight_bytes=weights,
+            decode_kv_read_bytes=decode_kv,
+            prefill_kv_read_bytes=prefill_kv,
+            kv_write_bytes=self.kv_all * tokens,
+            activation_bytes=self.activation * tokens,
+            tokens=tokens,
+            decode_seqs=ds,
+            decode_context_tokens=dc,
+            prefill_tokens=pt,
+            comm_s=comm_s,
+            n_layers=self.model.n_layers,
+            kv_heads=self.kv_heads,
+        )
+
+    def components(self, pt: int, pa: int, ds: int, dc: int, pc: int) -> tuple:
+        """(flops, weight, kv_read, kv_write, activation, comm bytes, tokens) of one step."""
+        q = self.parts(pt, pa, ds, dc, pc)
         return (
-            flops,
-            weights,
-            kv_read,
-            self.kv_all * tokens,
-            self.activation * tokens,
-            self.comm_per_token * tokens,
-            tokens,
+            q.linear_flops + q.prefill_attention_flops + q.decode_attention_flops,
+            q.weight_bytes,
+            q.decode_kv_read_bytes + q.prefill_kv_read_bytes,
+            q.kv_write_bytes,
+            q.activation_bytes,
+            self.comm_per_token * q.tokens,
+            q.tokens,
         )
 
     def cost(self, pt: int, pa: int, ds: int, dc: int, pc: int = 0) -> Cost:
         flops, w, kv_r, kv_w, act, comm, tokens = self.components(pt, pa, ds, dc, pc)
+        parts = self.parts(pt, pa, ds, dc, pc)
         return Cost(
             flops=flops,
             weight_bytes=w,
@@ -251,6 +290,7 @@ class _CostModel:
             weight_dtype=self.weight_dtype,
             kv_dtype=self.kv_dtype,
             model=self.model.name,
+            parts=parts,
         )
 
 
@@ -363,6 +403,22 @@ def _link_bandwidth(gpu: GPU, tp: int) -> float:
     return link
 
 
+def as_step_model(
+    efficiency: StepModel | Efficiency | float | tuple | None, gpu: GPU
+) -> StepModel | Efficiency:
+    """What a ``StepTimer`` times with: ``None`` → ``gpu.step_model`` (set by ``calibrate``) or
+    ``DEFAULT_STEP_MODEL``; a ``StepModel`` as given; anything else → a plain ``Efficiency``
+    (see ``as_efficiency``: the roofline at those fractions of the peaks, no overheads).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if efficiency is None:
+        return getattr(gpu, "step_model", None) or DEFAULT_STEP_MODEL
+    if isinstance(efficiency, StepModel):
+        return efficiency
+    return as_efficiency(efficiency)
+
+
 class StepTimer:
     """Seconds of one engine step on one GPU (of ``n_gpus``), from precomputed coefficients.
 
@@ -376,10 +432,15 @@ class StepTimer:
     - ``prefill_cached_tokens`` (optional, default 0): cached tokens the prompt chunks attend
       to (a chunked prefill or a prefix-cache hit), read from the KV cache.
 
-    A step mixing prefill and decode is one forward pass: the weights are read once. Its time
-    is ``max(FLOP ÷ (peak × compute eff.), bytes ÷ (bandwidth × memory eff.)) + all-reduce
-    time``, communication not overlapped. Plain float arithmetic, a few µs per call; it equals
-    ``step_time(step_cost(...), gpu)`` for the same step.
+    A step mixing prefill and decode is one forward pass: the weights are read once.
+
+    ``efficiency`` chooses the arithmetic (see ``as_step_model``). By default the realistic
+    ``StepModel`` of ``llminfer.steptime`` (kernels summed, fixed per-layer time, matmul and
+    attention efficiencies fitted to a real H200): what the simulator and ``estimate_latency``
+    report. An ``Efficiency`` (or a number, or a pair) gives the plain roofline
+    ``max(FLOP ÷ (peak × compute eff.), bytes ÷ (bandwidth × memory eff.))``; ``IDEAL`` (1.0)
+    is the physical floor. All-reduce time is added, not overlapped. Plain float arithmetic, a
+    few µs per call; it equals ``step_time(step_cost(...), gpu, efficiency)`` for the same step.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -391,17 +452,29 @@ class StepTimer:
         n_gpus: int = 1,
         weight_dtype: str = "bf16",
         kv_dtype: str = "bf16",
-        efficiency: Efficiency | float | tuple | None = None,
+        efficiency: StepModel | Efficiency | float | tuple | None = None,
     ) -> None:
         check_int("n_gpus", n_gpus, 1)
         self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
         self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
-        self.efficiency = as_efficiency(efficiency)
+        self.efficiency = as_step_model(efficiency, gpu)
+        self.realistic = isinstance(self.efficiency, StepModel)
         self.compute_dtype = compute_dtype(self._costs.weight_dtype, gpu)
-        self._flops_rate = gpu.peak_flops(self.compute_dtype) * self.efficiency.compute
-        self._bytes_rate = gpu.memory_bandwidth * self.efficiency.memory
+        if self.realistic:  # roofline rates for the bound label: at the model's efficiencies
+            rates = (self.efficiency.matmul_efficiency, self.efficiency.weight_bandwidth_efficiency)
+        else:
+            rates = (self.efficiency.compute, self.efficiency.memory)
+        self._peak = gpu.peak_flops(self.compute_dtype)
+        self._flops_rate = self._peak * rates[0]
+        self._bytes_rate = gpu.memory_bandwidth * rates[1]
         self._link = _link_bandwidth(gpu, n_gpus)
         self._allreduce_latency = 2 * (n_gpus - 1) * ALLREDUCE_HOP_LATENCY_S
+
+    def _comm(self, tokens) -> float:
+        if self.n_gpus == 1:
+            return 0.0
+        comm = self._costs.comm_per_token * tokens / self._link
+        return comm + self._costs.n_allreduce * self._allreduce_latency
 
     def breakdown(
         self,
@@ -411,8 +484,10 @@ class StepTimer:
         decode_context_tokens: int,
         prefill_cached_tokens: int = 0,
     ) -> tuple[float, float, float]:
-        """(compute seconds, memory seconds, communication seconds) of one step."""
-        flops, w, kv_r, kv_w, act, comm, tokens = self._costs.components(
+        """(compute seconds, memory seconds, communication seconds) of one step at this
+        timer's compute and bandwidth fractions: the roofline's two terms, which say whether
+        the step is compute- or memory-bound (the realistic time is ``timer(...)``)."""
+        flops, w, kv_r, kv_w, act, _, tokens = self._costs.components(
             prefill_tokens,
             prefill_attended,
             decode_seqs,
@@ -421,8 +496,37 @@ class StepTimer:
         )
         if not tokens:
             return 0.0, 0.0, 0.0
-        t_comm = comm / self._link + self._costs.n_allreduce * self._allreduce_latency
+        t_comm = self._comm(tokens)
         return flops / self._flops_rate, (w + kv_r + kv_w + act) / self._bytes_rate, t_comm
+
+    def terms(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> dict:
+        """Seconds of the step by kind of work (``llminfer.steptime.step_terms``); with a plain
+        ``Efficiency`` the keys are ``compute``, ``memory`` and ``comm``."""
+        if not self.realistic:
+            t_c, t_m, t_x = self.breakdown(
+                prefill_tokens,
+                prefill_attended,
+                decode_seqs,
+                decode_context_tokens,
+                prefill_cached_tokens,
+            )
+            return {"compute": t_c, "memory": t_m, "comm": t_x}
+        parts = self._costs.parts(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        parts = parts._replace(comm_s=self._comm(parts.tokens) if parts.tokens else 0.0)
+        return step_terms(parts, self.gpu, self.compute_dtype, self.efficiency)
 
     def __call__(
         self,
@@ -432,6 +536,21 @@ class StepTimer:
         decode_context_tokens: int,
         prefill_cached_tokens: int = 0,
     ) -> float:
+        if self.realistic:
+            tokens = prefill_tokens + decode_seqs
+            if not tokens:
+                return 0.0
+            parts = self._costs.parts(
+                prefill_tokens,
+                prefill_attended,
+                decode_seqs,
+                decode_context_tokens,
+                prefill_cached_tokens,
+                self._comm(tokens),
+            )
+            return _seconds(
+                parts, self._peak, self.gpu.memory_bandwidth, self.gpu.sm_count, self.efficiency
+            )
         t_compute, t_memory, t_comm = self.breakdown(
             prefill_tokens,
             prefill_attended,
@@ -449,6 +568,13 @@ class StepTimer:
         Introduced in: notebooks/05_optimizations.ipynb
         """
         context = np.asarray(decode_context_tokens, dtype=float)
+        if self.realistic:
+            if not decode_seqs:
+                return np.zeros_like(context)
+            parts = self._costs.parts(0, 0, decode_seqs, context, 0)
+            parts = parts._replace(comm_s=self._comm(parts.tokens))
+            seconds = step_seconds(parts, self.gpu, self.compute_dtype, self.efficiency)
+            return np.broadcast_to(seconds, context.shape).astype(float)
         t_compute, t_memory, t_comm = self.breakdown(0, 0, decode_seqs, context)
         return np.maximum(t_compute, t_memory) + t_comm
 
@@ -476,7 +602,7 @@ def step_timer(
     n_gpus: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> StepTimer:
     """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel).
 
@@ -485,18 +611,26 @@ def step_timer(
     return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
 
 
-def step_time(cost: Cost, gpu: GPU, efficiency: Efficiency | float | tuple | None = None) -> float:
-    """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer).
+def step_time(
+    cost: Cost, gpu: GPU, efficiency: StepModel | Efficiency | float | tuple | None = None
+) -> float:
+    """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer:
+    the realistic ``StepModel`` by default, the plain roofline for an ``Efficiency``/number).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    eff = as_efficiency(efficiency)
+    eff = as_step_model(efficiency, gpu)
     if not cost.tokens:
         return 0.0
-    t_compute = cost.flops / (gpu.peak_flops(compute_dtype(cost.weight_dtype, gpu)) * eff.compute)
-    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
     t_comm = cost.comm_bytes / _link_bandwidth(gpu, cost.tp)
     t_comm += cost.n_allreduce * 2 * (cost.tp - 1) * ALLREDUCE_HOP_LATENCY_S
+    dtype = compute_dtype(cost.weight_dtype, gpu)
+    if isinstance(eff, StepModel):
+        if cost.parts is None:
+            raise ValueError("cost has no parts (build it with step_cost or StepTimer.cost)")
+        return step_seconds(cost.parts._replace(comm_s=t_comm), gpu, dtype, eff)
+    t_compute = cost.flops / (gpu.peak_flops(dtype) * eff.compute)
+    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
     return max(t_compute, t_memory) + t_comm
 
 
