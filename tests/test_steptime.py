@@ -276,3 +276,18 @@ def test_step_model_rejects_bad_constants():
         replace(H200_REFERENCE, layer_overhead_s=float("nan"))
     with pytest.raises(ValueError, match="step_model="):
         replace(H200, step_model="fast")
+
+
+def test_measure_gpu_steps_exits_cleanly_without_torch_or_gpu():
+    import subprocess
+    import sys
+
+    script = Path(__file__).parent.parent / "benchmarks" / "measure_gpu_steps.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick", "--out", "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nothing to measure" in done.stdout or "wrote" in done.stdout
