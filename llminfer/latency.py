@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
+from llminfer.memory import plan_memory
 from llminfer.models import Model
 from llminfer.roofline import (
     IDEAL,
@@ -156,7 +157,10 @@ def decode_batch_table(
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
     Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
-    tokens_per_s (batch ÷ step, the whole GPU's output rate).
+    tokens_per_s (batch ÷ step, the whole GPU's output rate), fits (weights plus ``batch`` KV
+    caches of ``context_tokens + 1`` tokens fit the GPUs, by ``llminfer.memory.plan_memory``)
+    and reason (why not; empty when it fits). A row that does not fit is still timed, so a plot
+    can show it, marked.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -167,6 +171,15 @@ def decode_batch_table(
     for b in batches:
         check_int("batch", b, 1)
         step = timer(0, 0, b, b * context_tokens)
+        plan = plan_memory(
+            model,
+            gpu,
+            n_gpus,
+            weight_dtype,
+            kv_dtype,
+            context_tokens=context_tokens + 1,
+            concurrency=b,
+        )
         rows.append(
             {
                 "batch": b,
@@ -174,6 +187,8 @@ def decode_batch_table(
                 "ideal_step_s": ideal(0, 0, b, b * context_tokens),
                 "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
                 "tokens_per_s": b / step,
+                "fits": plan.fits,
+                "reason": "" if plan.fits else plan.reason,
             }
         )
     return pd.DataFrame(rows)
@@ -188,21 +203,26 @@ def prefill_table(
 ) -> pd.DataFrame:
     """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
 
-    Columns: gpu, prompt_tokens, ttft_s, bound.
+    Columns: gpu, prompt_tokens, ttft_s, ms_per_token (ttft ÷ prompt tokens, in ms: flat while
+    the weights' matrix multiplies dominate, rising once attention's T² term does), bound
+    ("compute"/"memory" at peak rates: short prompts are memory-bound).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     rows = []
     for gpu in gpus:
         timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        ideal = StepTimer(model, gpu, 1, weight_dtype, "bf16", IDEAL)
         for p in prompt_tokens:
             pairs = attended_pairs(check_int("prompt_tokens", p, 1), 0)
-            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            t_c, t_m, _ = ideal.breakdown(p, pairs, 0, 0)
+            ttft = timer(p, pairs, 0, 0)
             rows.append(
                 {
                     "gpu": gpu.name,
                     "prompt_tokens": p,
-                    "ttft_s": timer(p, pairs, 0, 0),
+                    "ttft_s": ttft,
+                    "ms_per_token": ttft / p * 1e3,
                     "bound": "compute" if t_c >= t_m else "memory",
                 }
             )
