@@ -12,11 +12,14 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from llminfer.steptime import StepModel
 from llminfer.units import GiB, MiB, check_dtype
+
+if TYPE_CHECKING:
+    from llminfer.steptime import StepModel
 
 #: The compute formats a GPU may list a dense peak for; fp32 is the non-tensor rate.
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4", "fp32")
@@ -70,6 +73,8 @@ class GPU:
         self._check_optional_positive("pcie_bandwidth")
         self._check_optional_positive("sm_count")
         self._check_optional_positive("shared_memory_per_sm")
+        from llminfer.steptime import StepModel  # here: steptime needs this module first
+
         if self.step_model is not None and not isinstance(self.step_model, StepModel):
             raise ValueError(f"step_model={self.step_model!r} must be a StepModel or None")
 

@@ -33,12 +33,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from llminfer.roofline import (
+    ALLREDUCE_HOP_LATENCY_S,
+    Cost,
+    Efficiency,
+    StepParts,
+    _CostModel,
+    _link_bandwidth,
+    as_efficiency,
+    compute_dtype,
+)
+from llminfer.validate import check_int
+
 if TYPE_CHECKING:
     from llminfer.hardware import GPU
+    from llminfer.models import Model
 
 #: How an engine runs a step's kernels: replayed from a CUDA graph, or launched one by one.
 EXECUTIONS = ("graph", "eager")
@@ -181,37 +194,6 @@ def smooth_max(a, b, p: float):
     return (a**p + b**p) ** (1 / p)
 
 
-class StepParts(NamedTuple):
-    """Work of one step split by the kernels that do it, per GPU (all sequences together).
-
-    FLOP: ``linear_flops`` (weight matrix multiplies, LM head included), ``prefill_attention_
-    flops``, ``decode_attention_flops``. Bytes: ``weight_bytes``, ``decode_kv_read_bytes``,
-    ``prefill_kv_read_bytes`` (cached tokens prompt chunks attend to), ``kv_write_bytes``,
-    ``activation_bytes``. Counts: ``tokens`` (new tokens), ``decode_seqs``,
-    ``decode_context_tokens`` (cached tokens they attend to), ``prefill_tokens``.
-    ``comm_s``: tensor-parallel all-reduce seconds. ``n_layers``, ``kv_heads`` (per GPU).
-    Byte and FLOP fields may be numpy arrays (many decode steps at once); counts are numbers.
-
-    Introduced in: notebooks/02_prefill_and_decode.ipynb
-    """
-
-    linear_flops: float
-    prefill_attention_flops: float
-    decode_attention_flops: float
-    weight_bytes: float
-    decode_kv_read_bytes: float
-    prefill_kv_read_bytes: float
-    kv_write_bytes: float
-    activation_bytes: float
-    tokens: int
-    decode_seqs: int
-    decode_context_tokens: float
-    prefill_tokens: int
-    comm_s: float
-    n_layers: int
-    kv_heads: int
-
-
 def _terms(parts: StepParts, peak: float, bw: float, sm_count, sm: StepModel) -> tuple:
     """(fixed, matmul, attention, elementwise, comm, host) seconds: ``step_terms`` without the
     dictionary, for the simulator's hot loop."""
@@ -281,3 +263,234 @@ def step_seconds(parts: StepParts, gpu: GPU, compute_dtype: str, sm: StepModel):
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     return _seconds(parts, gpu.peak_flops(compute_dtype), gpu.memory_bandwidth, gpu.sm_count, sm)
+
+
+def as_step_model(
+    efficiency: StepModel | Efficiency | float | tuple | None, gpu: GPU
+) -> StepModel | Efficiency:
+    """What a ``StepTimer`` times with: ``None`` → ``gpu.step_model`` (set by ``calibrate``) or
+    ``DEFAULT_STEP_MODEL``; a ``StepModel`` as given; anything else → a plain ``Efficiency``
+    (see ``as_efficiency``: the roofline at those fractions of the peaks, no overheads).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if efficiency is None:
+        return getattr(gpu, "step_model", None) or DEFAULT_STEP_MODEL
+    if isinstance(efficiency, StepModel):
+        return efficiency
+    return as_efficiency(efficiency)
+
+
+class StepTimer:
+    """Seconds of one engine step on one GPU (of ``n_gpus``), from precomputed coefficients.
+
+    ``timer(prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens)``:
+
+    - ``prefill_tokens``: new prompt tokens processed in the step, all sequences together;
+    - ``prefill_attended``: (query, key) pairs those prompt tokens attend to, summed over
+      sequences (``attended_pairs(new, cached)`` for each);
+    - ``decode_seqs``: sequences producing one token each;
+    - ``decode_context_tokens``: tokens already in those sequences' KV caches, summed;
+    - ``prefill_cached_tokens`` (optional, default 0): cached tokens the prompt chunks attend
+      to (a chunked prefill or a prefix-cache hit), read from the KV cache.
+
+    A step mixing prefill and decode is one forward pass: the weights are read once.
+
+    ``efficiency`` chooses the arithmetic (see ``as_step_model``). By default the realistic
+    ``StepModel`` of ``llminfer.steptime`` (kernels summed, fixed per-layer time, matmul and
+    attention efficiencies fitted to a real H200): what the simulator and ``estimate_latency``
+    report. An ``Efficiency`` (or a number, or a pair) gives the plain roofline
+    ``max(FLOP ÷ (peak × compute eff.), bytes ÷ (bandwidth × memory eff.))``; ``IDEAL`` (1.0)
+    is the physical floor. All-reduce time is added, not overlapped. Plain float arithmetic, a
+    few µs per call; it equals ``step_time(step_cost(...), gpu, efficiency)`` for the same step.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        gpu: GPU,
+        n_gpus: int = 1,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+        efficiency: StepModel | Efficiency | float | tuple | None = None,
+    ) -> None:
+        check_int("n_gpus", n_gpus, 1)
+        self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
+        self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
+        self.efficiency = as_step_model(efficiency, gpu)
+        self.realistic = isinstance(self.efficiency, StepModel)
+        self.compute_dtype = compute_dtype(self._costs.weight_dtype, gpu)
+        if self.realistic:  # roofline rates for the bound label: at the model's efficiencies
+            rates = (self.efficiency.matmul_efficiency, self.efficiency.weight_bandwidth_efficiency)
+        else:
+            rates = (self.efficiency.compute, self.efficiency.memory)
+        self._peak = gpu.peak_flops(self.compute_dtype)
+        self._flops_rate = self._peak * rates[0]
+        self._bytes_rate = gpu.memory_bandwidth * rates[1]
+        self._link = _link_bandwidth(gpu, n_gpus)
+        self._allreduce_latency = 2 * (n_gpus - 1) * ALLREDUCE_HOP_LATENCY_S
+
+    def _comm(self, tokens) -> float:
+        if self.n_gpus == 1:
+            return 0.0
+        comm = self._costs.comm_per_token * tokens / self._link
+        return comm + self._costs.n_allreduce * self._allreduce_latency
+
+    def breakdown(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> tuple[float, float, float]:
+        """(compute seconds, memory seconds, communication seconds) of one step at this
+        timer's compute and bandwidth fractions: the roofline's two terms, which say whether
+        the step is compute- or memory-bound (the realistic time is ``timer(...)``)."""
+        flops, w, kv_r, kv_w, act, _, tokens = self._costs.components(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        if not tokens:
+            return 0.0, 0.0, 0.0
+        t_comm = self._comm(tokens)
+        return flops / self._flops_rate, (w + kv_r + kv_w + act) / self._bytes_rate, t_comm
+
+    def terms(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> dict:
+        """Seconds of the step by kind of work (``llminfer.steptime.step_terms``); with a plain
+        ``Efficiency`` the keys are ``compute``, ``memory`` and ``comm``."""
+        if not self.realistic:
+            t_c, t_m, t_x = self.breakdown(
+                prefill_tokens,
+                prefill_attended,
+                decode_seqs,
+                decode_context_tokens,
+                prefill_cached_tokens,
+            )
+            return {"compute": t_c, "memory": t_m, "comm": t_x}
+        parts = self._costs.parts(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        parts = parts._replace(comm_s=self._comm(parts.tokens) if parts.tokens else 0.0)
+        return step_terms(parts, self.gpu, self.compute_dtype, self.efficiency)
+
+    def __call__(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> float:
+        if self.realistic:
+            tokens = prefill_tokens + decode_seqs
+            if not tokens:
+                return 0.0
+            parts = self._costs.parts(
+                prefill_tokens,
+                prefill_attended,
+                decode_seqs,
+                decode_context_tokens,
+                prefill_cached_tokens,
+                self._comm(tokens),
+            )
+            return _seconds(
+                parts, self._peak, self.gpu.memory_bandwidth, self.gpu.sm_count, self.efficiency
+            )
+        t_compute, t_memory, t_comm = self.breakdown(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+        return max(t_compute, t_memory) + t_comm
+
+    def decode_steps(self, decode_seqs: int, decode_context_tokens: np.ndarray) -> np.ndarray:
+        """Seconds of decode-only steps, one per entry of ``decode_context_tokens``: the same
+        as ``[self(0, 0, decode_seqs, c) for c in decode_context_tokens]``, vectorised, so the
+        simulator can run a stretch of identical decode steps at once.
+
+        Introduced in: notebooks/05_optimizations.ipynb
+        """
+        context = np.asarray(decode_context_tokens, dtype=float)
+        if self.realistic:
+            if not decode_seqs:
+                return np.zeros_like(context)
+            parts = self._costs.parts(0, 0, decode_seqs, context, 0)
+            parts = parts._replace(comm_s=self._comm(parts.tokens))
+            seconds = step_seconds(parts, self.gpu, self.compute_dtype, self.efficiency)
+            return np.broadcast_to(seconds, context.shape).astype(float)
+        t_compute, t_memory, t_comm = self.breakdown(0, 0, decode_seqs, context)
+        return np.maximum(t_compute, t_memory) + t_comm
+
+    def cost(
+        self,
+        prefill_tokens: int,
+        prefill_attended: int,
+        decode_seqs: int,
+        decode_context_tokens: int,
+        prefill_cached_tokens: int = 0,
+    ) -> Cost:
+        """The ``Cost`` of the step this timer times."""
+        return self._costs.cost(
+            prefill_tokens,
+            prefill_attended,
+            decode_seqs,
+            decode_context_tokens,
+            prefill_cached_tokens,
+        )
+
+
+def step_timer(
+    model: Model,
+    gpu: GPU,
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
+) -> StepTimer:
+    """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+
+
+def step_time(
+    cost: Cost, gpu: GPU, efficiency: StepModel | Efficiency | float | tuple | None = None
+) -> float:
+    """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer:
+    the realistic ``StepModel`` by default, the plain roofline for an ``Efficiency``/number).
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    eff = as_step_model(efficiency, gpu)
+    if not cost.tokens:
+        return 0.0
+    t_comm = cost.comm_bytes / _link_bandwidth(gpu, cost.tp)
+    t_comm += cost.n_allreduce * 2 * (cost.tp - 1) * ALLREDUCE_HOP_LATENCY_S
+    dtype = compute_dtype(cost.weight_dtype, gpu)
+    if isinstance(eff, StepModel):
+        if cost.parts is None:
+            raise ValueError("cost has no parts (build it with step_cost or StepTimer.cost)")
+        return step_seconds(cost.parts._replace(comm_s=t_comm), gpu, dtype, eff)
+    t_compute = cost.flops / (gpu.peak_flops(dtype) * eff.compute)
+    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
+    return max(t_compute, t_memory) + t_comm
