@@ -10,6 +10,7 @@ from llminfer.calibration import calibrate, compare_measurements, read_measureme
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.importers import ToolSummary, read_summary
 from llminfer.latency import Estimate, estimate_latency
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
@@ -29,7 +30,7 @@ from llminfer.metrics import (
     request_metrics,
     summarize,
 )
-from llminfer.models import Model
+from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.roofline import (
     Cost,
@@ -66,6 +67,7 @@ __all__ = [
     "StepModel",
     "StepTimer",
     "Summary",
+    "ToolSummary",
     "Workload",
     "arithmetic_intensity",
     "attended_pairs",
@@ -73,6 +75,7 @@ __all__ = [
     "bound",
     "bytes_per_element",
     "calibrate",
+    "check_tensor_parallel",
     "compare_definitions",
     "compare_measurements",
     "estimate_latency",
@@ -92,11 +95,13 @@ __all__ = [
     "plan_memory",
     "read_measurements",
     "read_requests",
+    "read_summary",
     "request_metrics",
     "ridge_point",
     "step_cost",
     "step_timer",
     "summarize",
     "sweep",
+    "tensor_parallel_sizes",
     "weight_bytes",
 ]

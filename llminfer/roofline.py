@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from llminfer.hardware import GPU
-from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
+from llminfer.memory import kv_elements_per_token_per_layer, kv_heads_per_gpu, weight_bytes
 from llminfer.models import Model, llama_param_count
 from llminfer.units import bytes_per_element, check_dtype, format_bytes
 from llminfer.validate import check_int
@@ -248,8 +248,10 @@ class _CostModel:
         self.kv_all = kv_layer * m.n_layers
         # KV heads one GPU holds: at least one (replicated when tp > n_kv_heads).
         # MLA decode kernels spread over query heads (every head reads the one latent).
-        heads = m.n_heads if m.kv_lora_rank is not None else m.n_kv_heads
-        self.kv_heads = max(1, heads // tp)
+        if m.kv_lora_rank is not None:
+            self.kv_heads = max(1, m.n_heads // tp)
+        else:  # replicated when tp > n_kv_heads, as the KV cache is
+            self.kv_heads = kv_heads_per_gpu(m, tp)
         bytes_per_param = weight_bytes(m.n_params, self.weight_dtype) / m.n_params
         if m.is_moe:
             e, k = m.n_experts, m.experts_per_token

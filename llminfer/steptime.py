@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from llminfer.models import check_tensor_parallel
 from llminfer.roofline import (
     ALLREDUCE_HOP_LATENCY_S,
     Cost,
@@ -47,7 +48,6 @@ from llminfer.roofline import (
     as_efficiency,
     compute_dtype,
 )
-from llminfer.validate import check_int
 
 if TYPE_CHECKING:
     from llminfer.hardware import GPU
@@ -316,7 +316,7 @@ class StepTimer:
         kv_dtype: str = "bf16",
         efficiency: StepModel | Efficiency | float | tuple | None = None,
     ) -> None:
-        check_int("n_gpus", n_gpus, 1)
+        check_tensor_parallel(model, n_gpus, "n_gpus")  # engines refuse uneven head splits
         self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
         self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
         self.efficiency = as_step_model(efficiency, gpu)
