@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
@@ -26,6 +27,7 @@ from llminfer.roofline import (
     bound,
     compute_dtype,
 )
+from llminfer.steptime import StepModel
 from llminfer.units import format_duration
 from llminfer.validate import check_int
 
@@ -60,7 +62,7 @@ class Estimate:
     decode_bound: str
     prefill_cost: Cost
     decode_cost: Cost
-    efficiency: Efficiency
+    efficiency: Efficiency | StepModel
     ideal: Estimate | None = None
     fits: bool = True
     reason: str = ""
@@ -84,20 +86,18 @@ class Estimate:
 
 def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimate:
     pairs = attended_pairs(prompt, 0)
-    t_c, t_m, t_x = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
-    ttft = max(t_c, t_m) + t_x
+    t_c, t_m, _ = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
+    ttft = timer(batch * prompt, batch * pairs, 0, 0)
     prefill_bound = "compute" if t_c >= t_m else "memory"
-    total = compute_time = memory_time = 0.0
-    for k in range(1, output):
-        t_c, t_m, t_x = timer.breakdown(0, 0, batch, batch * (prompt + k - 1))
-        total += max(t_c, t_m) + t_x
-        if t_c >= t_m:
-            compute_time += t_c
-        else:
-            memory_time += t_m
-    if output == 1:  # no decode step: report the one that would come next
-        t_c, t_m, _ = timer.breakdown(0, 0, batch, batch * prompt)
-        compute_time, memory_time = t_c, t_m
+    if output > 1:
+        context = batch * (prompt + np.arange(output - 1, dtype=float))
+        total = float(timer.decode_steps(batch, context).sum())
+        t_c, t_m, _ = timer.breakdown(0, 0, batch, context)
+        compute_time = float(np.where(t_c >= t_m, t_c, 0.0).sum())
+        memory_time = float(np.where(t_c >= t_m, 0.0, t_m).sum())
+    else:  # no decode step: report the one that would come next
+        total = 0.0
+        compute_time, memory_time, _ = timer.breakdown(0, 0, batch, batch * prompt)
     tpot = total / (output - 1) if output > 1 else 0.0
     return Estimate(
         model=timer.model.name,
@@ -169,13 +169,15 @@ def estimate_latency(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> Estimate:
     """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
 
     Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
-    steps (see ``Estimate``). ``efficiency`` defaults to ``DEFAULT_EFFICIENCY``; ``.ideal``
-    holds the physical floor at 100 % of the peaks. Queueing and network time are not included.
+    steps (see ``Estimate``). ``efficiency`` defaults to the realistic step model
+    (``llminfer.steptime.DEFAULT_STEP_MODEL``, or the GPU's own from ``calibrate``); pass an
+    ``Efficiency`` or a number for the plain roofline at those fractions. ``.ideal`` holds the
+    physical floor at 100 % of the peaks. Queueing and network time are not included.
     ``.fits`` / ``.reason`` say whether the configuration could run at all (``feasibility``).
     Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
     ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
@@ -208,7 +210,7 @@ def decode_batch_table(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
@@ -251,25 +253,31 @@ def prefill_table(
     gpus: Sequence[GPU],
     prompt_tokens: Sequence[int],
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
 
-    Columns: gpu, prompt_tokens, ttft_s, bound, fits, reason (see ``feasibility``).
+    Columns: gpu, prompt_tokens, ttft_s, ms_per_token (ttft ÷ prompt tokens, in ms: flat while
+    the weights' matrix multiplies dominate, rising once attention's T² term does), bound
+    ("compute"/"memory" at peak rates: short prompts are memory-bound),
+    fits, reason (see ``feasibility``).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     rows = []
     for gpu in gpus:
         timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        ideal = StepTimer(model, gpu, 1, weight_dtype, "bf16", IDEAL)
         for p in prompt_tokens:
             pairs = attended_pairs(check_int("prompt_tokens", p, 1), 0)
-            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            t_c, t_m, _ = ideal.breakdown(p, pairs, 0, 0)
+            ttft = timer(p, pairs, 0, 0)
             rows.append(
                 {
                     "gpu": gpu.name,
                     "prompt_tokens": p,
-                    "ttft_s": max(t_c, t_m),
+                    "ttft_s": ttft,
+                    "ms_per_token": ttft / p * 1e3,
                     "bound": "compute" if t_c >= t_m else "memory",
                     **_fits(model, gpu, p + 1, 1, weight_dtype, "bf16", 1),
                 }
@@ -283,7 +291,7 @@ def gpu_comparison(
     prompt_tokens: int,
     output_tokens: int,
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
 
