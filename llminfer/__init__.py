@@ -9,6 +9,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.importers import ToolSummary, read_summary
 from llminfer.latency import Estimate, estimate_latency, feasibility
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
@@ -62,6 +63,7 @@ __all__ = [
     "SimResult",
     "StepTimer",
     "Summary",
+    "ToolSummary",
     "Workload",
     "arithmetic_intensity",
     "attended_pairs",
@@ -87,6 +89,7 @@ __all__ = [
     "percentile",
     "plan_memory",
     "read_requests",
+    "read_summary",
     "request_metrics",
     "ridge_point",
     "step_cost",

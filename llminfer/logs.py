@@ -24,13 +24,14 @@ The schema (times in seconds on any one clock, token counts as integers):
     (absent means one token per chunk).
 
 Any other column is kept as it is (a simulator may add ``preemptions``, ``cached_prefix_tokens``).
-The importers for vLLM, GenAI-Perf, AIPerf and llmperf exports live in ``llminfer.importers``.
+The importers for vLLM, SGLang, AIPerf, GenAI-Perf, llmperf and GuideLLM exports live in
+``llminfer.importers`` (one module per tool).
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,18 @@ ARTICLE_COLUMNS = (
 #: Optional columns with a meaning (see the module docstring); others are kept untouched.
 OPTIONAL_COLUMNS = ("status", "error", "scheduled_ts", "token_ts", "chunk_tokens")
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
-FORMATS = ("auto", "csv", "dataframe", "vllm", "genai-perf", "aiperf", "llmperf")
+FORMATS = (
+    "auto",
+    "csv",
+    "parquet",
+    "dataframe",
+    "vllm",
+    "sglang",
+    "genai-perf",
+    "aiperf",
+    "llmperf",
+    "guidellm",
+)
 ON_ERROR = ("raise", "report")
 
 _TIME_COLUMNS = ("start_ts", "first_token_ts", "end_ts")
@@ -68,12 +80,19 @@ _TEXT_DTYPE = pd.Series(["text"]).dtype
 class LogSource:
     """Where a log came from: its format, the path (if any) and every assumption made.
 
+    ``window_s``: the run's duration as the tool measured it (s), used by ``summarize`` for the
+    rates instead of first start → last end; None when the tool gave none. ``starts_known``:
+    False when the export holds no request start times (every ``start_ts`` is then 0): latencies
+    are exact, but arrivals, load over time and queueing can't be told.
+
     Introduced in: notebooks/06_log_analysis.ipynb
     """
 
     format: str
     path: str | None = None
     assumptions: tuple[str, ...] = ()
+    window_s: float | None = None
+    starts_known: bool = True
 
     def __str__(self) -> str:
         where = f" from {self.path}" if self.path else ""
@@ -123,12 +142,14 @@ def read_requests(
 ) -> RequestLog:
     """Read a request log from a CSV path, a DataFrame or another tool's export.
 
-    ``format``: ``"auto"`` (from the file: ``.csv``; ``.jsonl`` is AIPerf; ``.json`` is
-    recognised by its keys), or one of ``csv``, ``dataframe``, ``vllm``, ``genai-perf``,
-    ``aiperf``, ``llmperf``. Bad rows (missing or non-numeric values, NaN, negative or
-    fractional token counts, start > first token > end out of order, duplicate ids) raise a
-    ValueError naming row, column and value; with ``on_error="report"`` the valid rows load
-    and ``.rejected`` lists every problem. Times in seconds, token counts as integers.
+    ``format``: ``"auto"`` (recognised by the file's content, plain or ``.gz``), or one of
+    ``csv``, ``parquet``, ``dataframe``, ``vllm``, ``sglang``, ``genai-perf``, ``aiperf``,
+    ``llmperf``, ``guidellm``. A tool's problems raise a ValueError naming file, record and
+    field; a summary-only file says so (read it with ``llminfer.read_summary``). Bad rows
+    (missing or non-numeric values, NaN, negative or fractional token counts, start > first
+    token > end out of order, duplicate ids) raise a ValueError naming row, column and value;
+    with ``on_error="report"`` the valid rows load and ``.rejected`` lists every problem.
+    Times in seconds, token counts as integers.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -150,14 +171,20 @@ def read_requests(
         raise ValueError(f"source={str(path)!r}: no such file")
     from llminfer import importers  # imported here: importers builds on this module
 
-    if format == "auto":
-        format = importers.detect_format(path)
-    if format == "csv":
-        return validate_requests(_read_csv(path), LogSource("csv", str(path)), on_error)
     if format == "dataframe":
         raise ValueError("format='dataframe' needs a DataFrame, not a path")
-    frame, assumptions = importers.IMPORTERS[format](path)
-    return validate_requests(frame, LogSource(format, str(path), tuple(assumptions)), on_error)
+    format, imported = importers.read(path, format)
+    if imported is None:  # a CSV: read here, where its row-level checks live
+        return validate_requests(_read_csv(path), LogSource("csv", str(path)), on_error)
+    source = LogSource(
+        format, str(path), tuple(imported.assumptions), imported.window_s, imported.starts_known
+    )
+    frame = imported.frame
+    if format == "parquet":
+        for name in ("token_ts", "chunk_tokens"):
+            if name in frame.columns:  # Parquet lists arrive as numpy arrays already
+                frame[name] = [None if c is None else np.asarray(c, float) for c in frame[name]]
+    return validate_requests(frame, source, on_error)
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -467,7 +494,7 @@ def validate_requests(
     requests["status"] = pd.Categorical.from_codes(
         (failed if everything else failed[keep]).astype(np.int8), categories=["ok", "failed"]
     )
-    source = LogSource(source.format, source.path, tuple(assumptions))
+    source = replace(source, assumptions=tuple(assumptions))
     return RequestLog(requests=requests, rejected=rejected, source=source)
 
 
