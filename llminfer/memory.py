@@ -15,7 +15,7 @@ import pandas as pd
 from llminfer.hardware import GPU
 from llminfer.models import Model, check_tensor_parallel
 from llminfer.units import GiB, bytes_per_element, check_dtype, format_bytes
-from llminfer.validate import check_int
+from llminfer.validate import check_int, check_number
 
 #: Bytes of one quantisation scale (an fp16/bf16 number) stored per group of weights.
 SCALE_BYTES = 2
@@ -53,10 +53,7 @@ def kv_cache_gib(
         check_int(name, value, minimum=1)
     check_int("tokens", tokens)
     check_int("concurrency", concurrency, minimum=1)
-    if isinstance(bytes_per_element, bool) or not (
-        isinstance(bytes_per_element, (int, float)) and bytes_per_element > 0
-    ):
-        raise ValueError(f"bytes_per_element={bytes_per_element!r} must be a positive number")
+    check_number("bytes_per_element", bytes_per_element, inclusive=False)
     bytes_per_request = 2 * layers * kv_heads * head_dim * tokens * bytes_per_element
     return bytes_per_request * concurrency / GiB
 
@@ -159,8 +156,13 @@ def weight_bytes(model: Model | float, dtype: str = "bf16", group_size: int | No
     Introduced in: notebooks/04_memory_budget.ipynb
     """
     n_params = model.n_params if isinstance(model, Model) else model
-    if isinstance(n_params, bool) or not isinstance(n_params, (int, float)) or n_params <= 0:
-        raise ValueError(f"model={model!r} must be a Model or a positive parameter count")
+    if (
+        isinstance(n_params, bool)
+        or not isinstance(n_params, (int, float))
+        or not math.isfinite(n_params)
+        or n_params <= 0
+    ):
+        raise ValueError(f"model={model!r} must be a Model or a finite positive parameter count")
     dtype = check_dtype(dtype)
     total = n_params * bytes_per_element(dtype)
     if group_size is not None:
@@ -185,10 +187,7 @@ def kv_capacity_tokens(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    if isinstance(kv_budget_bytes, bool) or not isinstance(kv_budget_bytes, (int, float)):
-        raise ValueError(f"kv_budget_bytes={kv_budget_bytes!r} must be a number of bytes")
-    if kv_budget_bytes < 0 or math.isnan(kv_budget_bytes):
-        raise ValueError(f"kv_budget_bytes={kv_budget_bytes!r} must be >= 0")
+    check_number("kv_budget_bytes", kv_budget_bytes)  # NaN and inf too: floor(inf) overflows
     block_size = _check_block_size(block_size, allow_none=False)
     return _num_blocks(model, kv_budget_bytes, kv_dtype, block_size, tp) * block_size
 
@@ -404,10 +403,8 @@ def plan_memory(
     check_int("context_tokens", context_tokens, minimum=1)
     if reserve_bytes is None:
         reserve_bytes = default_reserve_bytes(model, tp=n_gpus)
-    elif isinstance(reserve_bytes, bool) or not (
-        isinstance(reserve_bytes, (int, float)) and reserve_bytes >= 0
-    ):
-        raise ValueError(f"reserve_bytes={reserve_bytes!r} must be a number of bytes >= 0")
+    else:
+        check_number("reserve_bytes", reserve_bytes)
 
     usable = gpu.memory_bytes * gpu_memory_utilization
     weights = weight_bytes(model, weight_dtype) / n_gpus
@@ -427,6 +424,12 @@ def plan_memory(
         reason = (
             f"weights ({gb(weights)}) plus reserve ({gb(reserve_bytes)}) exceed the usable "
             f"{gb(usable)} per GPU by {gb(-budget)}; use more GPUs or a narrower weight dtype"
+        )
+    elif context_tokens > model.max_context:
+        fits = False  # the KV cache may hold it, but the model cannot read it
+        reason = (
+            f"context_tokens={context_tokens:,} is beyond {model.name}'s maximum context of "
+            f"{model.max_context:,} tokens: a server refuses such a request"
         )
     elif not fits:
         reason = (

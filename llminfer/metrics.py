@@ -564,7 +564,8 @@ def in_flight(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
     steps = np.concatenate([np.ones(known.sum()), -np.ones(known.sum())])
     order = np.lexsort((steps, times))  # at a tie, the ending request leaves first
     times, level = times[order], np.cumsum(steps[order])
-    keep = np.append(times[1:] != times[:-1], True)  # one row per distinct time
+    # One row per distinct time (none when no request has an end: all failed).
+    keep = np.append(times[1:] != times[:-1], True) if len(times) else np.zeros(0, bool)
     return pd.DataFrame({"time_s": times[keep], "in_flight": level[keep].astype(np.int64)})
 
 

@@ -272,7 +272,7 @@ ODD_CELLS = [
 def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
     tmp_path, monkeypatch, column, cell, whole_times
 ):
-    from llminfer import logs
+    from llminfer import logfile
 
     text = (DATA / "requests.csv").read_text(encoding="utf-8").splitlines()
     if whole_times:  # "3" where the article has "3.10": pandas reads such a column as int64
@@ -291,7 +291,7 @@ def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
         return log.requests, log.rejected, log.source
 
     fast = load()
-    monkeypatch.setattr(logs, "_read_article_csv", lambda path: None)
+    monkeypatch.setattr(logfile, "_read_article_csv", lambda path: None)
     slow = load()
     if isinstance(slow, str):
         assert fast == slow
@@ -302,7 +302,7 @@ def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
 
 
 def test_the_fast_csv_path_is_taken_for_the_article_columns():
-    from llminfer import logs
+    from llminfer import logfile
 
-    frame = logs._read_article_csv(DATA / "requests.csv")
+    frame = logfile._read_article_csv(DATA / "requests.csv")
     assert frame is not None and list(frame.columns) == list(ARTICLE_COLUMNS)

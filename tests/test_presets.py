@@ -32,7 +32,8 @@ def test_every_reference_model_and_gpu_is_a_preset():
 
 @pytest.mark.parametrize("row", MODEL_ROWS, ids=lambda r: r["key"])
 def test_kv_bytes_per_token_matches_the_reference(row):
-    # Reference: shared/reference/models.json "derived_kv_cache_bytes_per_token_16bit".
+    # Reference: layers × kv_heads × head_dim × 2 (K and V) × 2 bytes, from each model's config
+    # (the row's source column), precomputed in the presets CSV.
     model = get_model(row["key"])
     assert llminfer.kv_bytes_per_token(model, "bf16") == int(row["kv_bytes_per_token_bf16"])
     assert "http" in model.source or "arXiv" in model.source
