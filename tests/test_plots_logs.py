@@ -165,3 +165,16 @@ def test_timeline_can_start_later_in_the_log(realistic):
         request_timeline(realistic, after_s=10000)
     with pytest.raises(ValueError, match="max_requests=0"):
         request_timeline(realistic, max_requests=0)
+
+
+def test_latency_cdf_units_by_magnitude_and_separate_percentile_labels(article):
+    # (from i09) article log: E2E of 2.5-4.2 s is drawn in s, TTFT of 0.42-0.56 s in ms
+    fig = latency_cdf(article)
+    ttft_ax, _, e2e_ax = fig.axes
+    assert ttft_ax.get_xlabel() == "TTFT (ms)" and e2e_ax.get_xlabel() == "E2E latency (s)"
+    assert max(e2e_ax.lines[0].get_xdata()) < 10
+    # one label per percentile, each in its own row (axes-fraction y), never stacked together
+    texts = [t for t in ttft_ax.texts if t.get_gid() == "percentile-label"]
+    assert [t.get_text().split()[0] for t in texts] == ["p50", "p95", "p99"]
+    rows = [t.get_position()[1] for t in texts]
+    assert min(np.diff(rows)) >= 0.1
