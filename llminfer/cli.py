@@ -25,9 +25,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from llminfer.bench.run import register_bench
 from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
 from llminfer.models import check_tensor_parallel
+from llminfer.serve.run import register_serve
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -86,7 +88,22 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
 
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
+    if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
+        from llminfer.logstream import summarize_stream
+
+        summary = summarize_stream(args.file, slo=slo, engine=args.engine)
+        print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
+        print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+        return 0
     log = _read_log(args)
+    if args.by:
+        grouped = summarize(log, slo=slo, by=args.by)
+        if args.json:
+            print(grouped.table.to_json(orient="index", indent=2))
+        else:
+            print(f"# {log.source}")
+            print(grouped)
+        return 0
     summary = summarize(log, slo=slo)
     if args.json:
         flat = {
@@ -103,7 +120,11 @@ def _metrics(args: argparse.Namespace) -> int:
 def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
     """The arguments every command that reads a log shares: the file, its format, the
     latency targets and what to do with bad rows."""
-    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "file",
+        help="the log: .csv, .csv.gz, .parquet, .json or .jsonl; or a directory or a quoted glob "
+        "of CSV/CSV.gz/Parquet files (each request's file in column 'source')",
+    )
     parser.add_argument(
         "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
     )
@@ -171,6 +192,18 @@ def register_metrics(subparsers) -> None:
     )
     _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--by",
+        help="also one row per value of this column, e.g. --by source for a directory or glob",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="a log bigger than memory (Parquet/CSV files): exact summary in batched passes",
+    )
+    parser.add_argument(
+        "--engine", default="arrow", choices=["arrow", "duckdb"], help="batch reader for --stream"
+    )
     parser.set_defaults(func=_metrics)
 
 
@@ -377,7 +410,13 @@ def register_presets(subparsers) -> None:
 
 
 #: Every subcommand's register function; append one to add a subcommand.
-COMMANDS: list[Callable] = [register_metrics, register_diagnose, register_presets]
+COMMANDS: list[Callable] = [
+    register_metrics,
+    register_diagnose,
+    register_presets,
+    register_bench,
+    register_serve,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

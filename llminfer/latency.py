@@ -40,6 +40,11 @@ class Estimate:
     ``tpot_s``: mean of the N−1 decode steps, step k (k = 1..N−1) attending to prompt + k − 1
     cached tokens (0 when N = 1). ``e2e_s = ttft_s + (N − 1) · tpot_s``. ``*_bound``: the limit
     that sets most of that phase's time. ``ideal``: the same at 100 % of every peak.
+    ``fits`` is False when the configuration could not run at all, and ``reason`` (empty when
+    it fits) says why: the weights plus the KV cache of the timed batch (``batch`` sequences
+    of prompt + output tokens) exceed the GPUs' memory (``plan_memory`` with vLLM's default
+    ``gpu_memory_utilization=0.9``), or prompt + output exceed the model's context. The times
+    of an estimate that does not fit are what the arithmetic gives, not what any GPU would do.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -59,6 +64,8 @@ class Estimate:
     decode_cost: Cost
     efficiency: Efficiency | StepModel
     ideal: Estimate | None = None
+    fits: bool = True
+    reason: str = ""
 
     @property
     def tokens_per_s(self) -> float:
@@ -73,6 +80,7 @@ class Estimate:
             f"TTFT {format_duration(self.ttft_s)} ({self.prefill_bound}-bound), "
             f"TPOT {format_duration(self.tpot_s)} ({self.decode_bound}-bound), "
             f"E2E {format_duration(self.e2e_s)}"
+            + ("" if self.fits else f"\n  ⚠ DOES NOT FIT: {self.reason}")
         )
 
 
@@ -109,6 +117,49 @@ def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimat
     )
 
 
+def feasibility(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: int,
+    output_tokens: int,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+) -> str:
+    """Why ``batch`` requests of ``prompt_tokens`` + ``output_tokens`` could not run on
+    ``n_gpus`` × ``gpu``, or "" when they could.
+
+    Two checks: prompt + output within ``model.max_context``, and ``plan_memory`` (weights,
+    reserve and the KV cache of ``batch`` sequences of prompt + output tokens, at vLLM's
+    default ``gpu_memory_utilization=0.9``) fits. Llama-3.1-405B on one L4 fails the second:
+    its 810 GB of BF16 weights are 35 times the card's 22.5 GiB.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+    total = check_int("prompt_tokens", prompt_tokens, 1) + check_int(
+        "output_tokens", output_tokens, 1
+    )
+    problems = []
+    if total > model.max_context:
+        problems.append(
+            f"prompt + output = {total:,} tokens exceed {model.name}'s context of "
+            f"{model.max_context:,} tokens"
+        )
+    plan = plan_memory(
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        context_tokens=total,
+        concurrency=check_int("batch", batch, 1),
+    )
+    if not plan.fits:
+        problems.append(plan.reason)
+    return "; ".join(problems)
+
+
 def estimate_latency(
     model: Model,
     gpu: GPU,
@@ -127,6 +178,7 @@ def estimate_latency(
     (``llminfer.steptime.DEFAULT_STEP_MODEL``, or the GPU's own from ``calibrate``); pass an
     ``Efficiency`` or a number for the plain roofline at those fractions. ``.ideal`` holds the
     physical floor at 100 % of the peaks. Queueing and network time are not included.
+    ``.fits`` / ``.reason`` say whether the configuration could run at all (``feasibility``).
     Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
     ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
 
@@ -137,8 +189,14 @@ def estimate_latency(
     check_int("batch", batch, 1)
     timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
     ideal_timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
-    ideal = _estimate(ideal_timer, batch, prompt_tokens, output_tokens)
-    return replace(_estimate(timer, batch, prompt_tokens, output_tokens), ideal=ideal)
+    reason = feasibility(
+        model, gpu, prompt_tokens, output_tokens, batch, weight_dtype, kv_dtype, n_gpus
+    )
+    ideal = replace(
+        _estimate(ideal_timer, batch, prompt_tokens, output_tokens), fits=not reason, reason=reason
+    )
+    estimate = _estimate(timer, batch, prompt_tokens, output_tokens)
+    return replace(estimate, ideal=ideal, fits=not reason, reason=reason)
 
 
 # --- tables behind chapter 2's plots -------------------------------------------------------
@@ -157,10 +215,9 @@ def decode_batch_table(
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
     Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
-    tokens_per_s (batch ÷ step, the whole GPU's output rate), fits (weights plus ``batch`` KV
-    caches of ``context_tokens + 1`` tokens fit the GPUs, by ``llminfer.memory.plan_memory``)
-    and reason (why not; empty when it fits). A row that does not fit is still timed, so a plot
-    can show it, marked.
+    tokens_per_s (batch ÷ step, the whole GPU's output rate), fits (the weights and ``batch``
+    sequences of ``context_tokens`` fit the GPUs, see ``feasibility``), reason ("" when it
+    fits).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -171,15 +228,6 @@ def decode_batch_table(
     for b in batches:
         check_int("batch", b, 1)
         step = timer(0, 0, b, b * context_tokens)
-        plan = plan_memory(
-            model,
-            gpu,
-            n_gpus,
-            weight_dtype,
-            kv_dtype,
-            context_tokens=context_tokens + 1,
-            concurrency=b,
-        )
         rows.append(
             {
                 "batch": b,
@@ -187,11 +235,17 @@ def decode_batch_table(
                 "ideal_step_s": ideal(0, 0, b, b * context_tokens),
                 "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
                 "tokens_per_s": b / step,
-                "fits": plan.fits,
-                "reason": "" if plan.fits else plan.reason,
+                **_fits(model, gpu, context_tokens, b, weight_dtype, kv_dtype, n_gpus),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _fits(model, gpu, context, batch, weight_dtype, kv_dtype, n_gpus) -> dict[str, object]:
+    # a decode step over sequences of `context` tokens: check the model holds that context
+    # and the memory holds the batch (the first output token is already in the context)
+    reason = feasibility(model, gpu, max(1, context - 1), 1, batch, weight_dtype, kv_dtype, n_gpus)
+    return {"fits": not reason, "reason": reason}
 
 
 def prefill_table(
@@ -205,7 +259,8 @@ def prefill_table(
 
     Columns: gpu, prompt_tokens, ttft_s, ms_per_token (ttft ÷ prompt tokens, in ms: flat while
     the weights' matrix multiplies dominate, rising once attention's T² term does), bound
-    ("compute"/"memory" at peak rates: short prompts are memory-bound).
+    ("compute"/"memory" at peak rates: short prompts are memory-bound),
+    fits, reason (see ``feasibility``).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -224,6 +279,7 @@ def prefill_table(
                     "ttft_s": ttft,
                     "ms_per_token": ttft / p * 1e3,
                     "bound": "compute" if t_c >= t_m else "memory",
+                    **_fits(model, gpu, p + 1, 1, weight_dtype, "bf16", 1),
                 }
             )
     return pd.DataFrame(rows)
@@ -240,7 +296,8 @@ def gpu_comparison(
     """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
 
     Columns: gpu, tflops (dense, the compute format used), bandwidth_tb_s, ttft_s, tpot_s,
-    tokens_per_s, prefill_bound, decode_bound. Indexed by GPU name.
+    tokens_per_s, prefill_bound, decode_bound, fits, reason (see ``Estimate``). Indexed by
+    GPU name.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -264,6 +321,8 @@ def gpu_comparison(
                 "tokens_per_s": est.tokens_per_s,
                 "prefill_bound": est.prefill_bound,
                 "decode_bound": est.decode_bound,
+                "fits": est.fits,
+                "reason": est.reason,
             }
         )
     return pd.DataFrame(rows).set_index("gpu")

@@ -76,7 +76,7 @@ BAD = [
     ("empty", lambda t: _text(t, "e.csv", ""), [], ["is empty"]),
     ("blank-lines-only", lambda t: _text(t, "b.csv", "\n  \n\n"), [], ["only blank lines"]),
     ("header-only", lambda t: _text(t, "h.csv", HEADER + "\n"), [], ["no data rows"]),
-    ("directory", lambda t: (t / "d.csv").mkdir() or t / "d.csv", [], ["is a directory"]),
+    ("directory", lambda t: (t / "d.csv").mkdir() or t / "d.csv", [], ["names no log"]),
     ("no-such-file", lambda t: t / "nothere.csv", [], ["no such file"]),
     (
         "latin-1",

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from llminfer.hardware import GPU
 from llminfer.plots._figure import COLORS, new_figure, require_columns
 from llminfer.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
+from llminfer.units import format_duration
 
 
 def roofline_chart(
@@ -75,18 +76,19 @@ def request_breakdown_chart(stages: Mapping[str, float], title: str = "") -> Fig
     """
     if not stages or any(v < 0 for v in stages.values()):
         raise ValueError("stages must map stage names to durations >= 0 seconds")
-    fig, ax = new_figure(8, 1.9)
+    fig, ax = new_figure(8, 2.4)
     left = 0.0
     total = sum(stages.values())
     for stage, seconds in stages.items():
         ax.barh(0, seconds, left=left, color=COLORS.get(stage, "#999999"), label=stage)
-        if seconds > 0.04 * total:
-            ax.text(left + seconds / 2, 0, f"{seconds * 1e3:.0f} ms", ha="center", va="center")
+        if seconds > 0.04 * total:  # durations in ms or s by magnitude
+            ax.text(left + seconds / 2, 0, format_duration(seconds), ha="center", va="center")
         left += seconds
     ax.set_yticks([])
     ax.set_xlabel("time since the user pressed enter (s)")
-    ax.set_title(title or f"One request: {total:.2f} s end to end")
-    ax.legend(ncols=len(stages), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.6))
+    ax.set_title(title or f"One request: {format_duration(total)} end to end")
+    # a figure-level legend below the axes: constrained layout makes room, nothing is clipped
+    fig.legend(ncols=len(stages), fontsize=8, loc="outside lower center")
     return fig
 
 
