@@ -13,6 +13,7 @@ from llminfer import get_gpu, get_model
 from llminfer.latency import estimate_latency
 from llminfer.roofline import step_timer
 from llminfer.simulate import (
+    V0_ENGINE,
     EngineConfig,
     Workload,
     best_load,
@@ -57,6 +58,24 @@ def _check_invariants(result, workload):
     # steps follow each other without overlap
     ends = result.steps.time + result.steps.duration_s
     assert (result.steps.time.iloc[1:].to_numpy() >= ends.iloc[:-1].to_numpy() - 1e-12).all()
+    _check_token_times(result)
+
+
+def _check_token_times(result):
+    """token_ts: one time per output token, first = first_token_ts, last = end_ts, never
+    decreasing, every time the end of some step; so TPOT is the mean of the request's ITLs."""
+    req = result.requests
+    step_ends = set((result.steps.time + result.steps.duration_s).round(12))
+    for row in req.itertuples():
+        ts = row.token_ts
+        assert len(ts) == row.output_tokens
+        assert ts[0] == row.first_token_ts
+        assert ts[-1] == row.end_ts
+        assert (np.diff(ts) > 0).all()  # one token per step per sequence
+        assert set(np.round(ts, 12)) <= step_ends
+        if row.output_tokens > 1:
+            tpot = (row.end_ts - row.first_token_ts) / (row.output_tokens - 1)
+            assert np.diff(ts).mean() == pytest.approx(tpot, rel=1e-9)
 
 
 def _tps(result):
@@ -66,9 +85,10 @@ def _tps(result):
 
 ENGINES = [
     EngineConfig(),
+    V0_ENGINE,
     EngineConfig(chunked_prefill=True, max_num_batched_tokens=512, max_num_seqs=64),
     EngineConfig(policy="static", max_num_seqs=32),
-    EngineConfig(prefix_caching=True, block_size=32),
+    EngineConfig(prefix_caching=True, chunked_prefill=False, block_size=32),
     EngineConfig(prefix_caching=True, chunked_prefill=True, max_num_batched_tokens=1024),
 ]
 
@@ -115,7 +135,8 @@ def test_invariants_property(n, rate, seqs, block, capacity, chunked, prefix, se
     )
     engine = EngineConfig(
         max_num_seqs=seqs,
-        max_num_batched_tokens=max(seqs, 256),
+        # without chunking every prompt (up to 1,000 tokens) must fit one step
+        max_num_batched_tokens=max(seqs, 256 if chunked else 1000),
         block_size=block,
         chunked_prefill=chunked,
         prefix_caching=prefix,
@@ -384,7 +405,7 @@ def test_compare_engines_labels_rows():
         workload,
         LLAMA8,
         H100,
-        {"plain": EngineConfig(), "prefix": EngineConfig(prefix_caching=True)},
+        {"plain": EngineConfig(prefix_caching=False), "prefix": EngineConfig()},
     )
     assert list(table.index) == ["plain", "prefix"]
     assert table.loc["plain", "cached_share"] == 0
