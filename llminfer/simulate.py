@@ -346,6 +346,30 @@ def knee(table: pd.DataFrame, share: float = 0.9) -> float:
     return float(ordered.loc[reached, kind].iloc[0])
 
 
+def itl_stats(log) -> dict[str, float]:
+    """Inter-token latency of a log with ``token_ts`` (a simulated one): ``itl_s_mean``,
+    ``itl_s_p50``, ``itl_s_p99`` (seconds) over every gap between consecutive tokens of every
+    successful request, pooled (vLLM's ITL definition); NaN when no request has two tokens.
+    Where a prefill stalls decodes, the stall is one long gap: p99 ITL shows it, TPOT (a
+    request's mean gap) dilutes it.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.metrics import compare_definitions
+
+    row = compare_definitions(log).loc["vllm_itl"]
+    return {"itl_s_mean": row.mean_s, "itl_s_p50": row.p50_s, "itl_s_p99": row.p99_s}
+
+
+def _summary_row(result: SimResult, percentiles, slo=None) -> dict:
+    from llminfer.metrics import summarize
+
+    summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+    if "itl_s_p99" not in summary:  # summarize gains ITL keys with the importers' work
+        summary.update(itl_stats(result.log))
+    return summary
+
+
 def _loads(rates, concurrencies) -> tuple[str, list]:
     if (rates is None) == (concurrencies is None):
         raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
@@ -370,14 +394,13 @@ def sweep(
     """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
 
     One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
-    ``mean_batch`` (sequences per decode step) and every field of
-    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...). The same
+    ``mean_batch`` (sequences per decode step), every field of
+    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...) and
+    ``itl_s_mean/p50/p99`` (``itl_stats``). The same
     seed draws the same lengths at every load, so rows differ only in load.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
-    from llminfer.metrics import summarize
-
     kind, values = _loads(rates, concurrencies)
     rows = []
     for value in values:
@@ -387,7 +410,7 @@ def sweep(
             point = replace(workload, rate=None, concurrency=value)
         result = simulate(point, model, gpu, engine, **simulate_kwargs)
         decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
-        summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+        summary = _summary_row(result, percentiles, slo)
         rows.append(
             {
                 kind: value,
@@ -409,12 +432,10 @@ def compare_engines(
 ) -> pd.DataFrame:
     """Serve the same ``workload`` with each labelled engine; one row per label (the index)
     with ``preemptions``, ``mean_batch``, ``cached_share`` (prompt tokens served from the
-    prefix cache) and the ``summarize(...).to_dict()`` fields.
+    prefix cache), the ``summarize(...).to_dict()`` fields and ``itl_s_mean/p50/p99``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.metrics import summarize
-
     if not engines:
         raise ValueError("engines must map at least one label to an EngineConfig")
     rows = {}
@@ -426,7 +447,7 @@ def compare_engines(
             "preemptions": result.preemptions,
             "mean_batch": float(decode.mean()) if len(decode) else 0.0,
             "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
-            **summarize(result.log, percentiles=percentiles).to_dict(),
+            **_summary_row(result, percentiles),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -497,6 +518,7 @@ __all__ = [
     "Workload",
     "best_load",
     "compare_engines",
+    "itl_stats",
     "knee",
     "kv_capacity_blocks",
     "max_goodput",
