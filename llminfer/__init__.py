@@ -9,6 +9,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
+from llminfer.importers import ToolSummary, read_summary
 from llminfer.latency import Estimate, estimate_latency
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.memory import (
@@ -28,7 +29,7 @@ from llminfer.metrics import (
     request_metrics,
     summarize,
 )
-from llminfer.models import Model
+from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.roofline import (
     Cost,
@@ -62,12 +63,14 @@ __all__ = [
     "SimResult",
     "StepTimer",
     "Summary",
+    "ToolSummary",
     "Workload",
     "arithmetic_intensity",
     "attended_pairs",
     "attention_hbm_bytes",
     "bound",
     "bytes_per_element",
+    "check_tensor_parallel",
     "compare_definitions",
     "estimate_latency",
     "format_bytes",
@@ -85,11 +88,13 @@ __all__ = [
     "percentile",
     "plan_memory",
     "read_requests",
+    "read_summary",
     "request_metrics",
     "ridge_point",
     "step_cost",
     "step_timer",
     "summarize",
     "sweep",
+    "tensor_parallel_sizes",
     "weight_bytes",
 ]

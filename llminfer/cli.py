@@ -3,7 +3,12 @@
 Subcommands register themselves: each module-level ``register_<name>(subparsers)`` function
 listed in ``COMMANDS`` adds its parser and sets ``func`` (a callable taking the parsed
 arguments and returning an exit code). Another chapter adds a subcommand by writing one such
-function and appending it to ``COMMANDS``. Bad input exits 2 with the message on stderr.
+function and appending it to ``COMMANDS``.
+
+Exit codes: 0 done; 2 anything else — a bad command line, an unreadable or invalid log, no
+valid request left, or an internal error (then the line says so and asks for ``--debug``) —
+with exactly one ``error: …`` line on stderr naming the file and, where it applies, the row,
+file line, column and value, never a traceback (``--debug`` shows one); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,10 +18,16 @@ import json
 import math
 import re
 import sys
+import traceback
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from llminfer.logs import FORMATS, read_requests
+import pandas as pd
+
+from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
+from llminfer.models import check_tensor_parallel
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -42,14 +53,40 @@ def parse_slo(text: str) -> dict[str, float]:
                 "DURATION like 500ms or 2s"
             )
         slo[key] = float(match.group(1)) * _SCALE[match.group(2)]
+        if not slo[key] > 0:
+            raise ValueError(f"--slo {part!r}: a latency target must be more than 0")
     if not slo:
         raise ValueError(f"--slo {text!r} names no target; e.g. ttft=500ms,tpot=50ms")
     return slo
 
 
+#: Rejected rows printed on stderr by ``--on-error report`` (``--rejected FILE`` writes all).
+SHOWN_REJECTED = 10
+
+
+class NoValidRequests(ValueError):
+    """``--on-error report`` left no request to analyse (exit 2).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+
+def _read_log(args: argparse.Namespace) -> RequestLog:
+    """Read the log the shared arguments name; report rejected rows; refuse an empty result."""
+    on_error = "report" if args.rejected else args.on_error
+    log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
+    _report_rejected(log, args)
+    if len(log) == 0:
+        raise NoValidRequests(
+            f"{args.file}: no valid request remains — all {log.rejected['row'].nunique()} "
+            "row(s) were rejected (reasons above)"
+        )
+    return log
+
+
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
-    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    log = _read_log(args)
     summary = summarize(log, slo=slo)
     if args.json:
         flat = {
@@ -60,7 +97,6 @@ def _metrics(args: argparse.Namespace) -> int:
     else:
         print(f"# {log.source}")
         print(summary)
-    _report_rejected(log)
     return 0
 
 
@@ -76,17 +112,50 @@ def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
         "--on-error",
         default="raise",
         choices=["raise", "report"],
-        help="bad rows: stop (raise) or load the valid rows and list the rejected ones",
+        help="bad rows: stop at the first report (raise, the default) or load the valid rows, "
+        "count the rejected ones by reason and show the first few (report)",
+    )
+    parser.add_argument(
+        "--rejected",
+        metavar="FILE",
+        help="write every rejected row (row, line, column, value, reason) to FILE as CSV; "
+        "implies --on-error report",
+    )
+    parser.add_argument(
+        "--time-unit",
+        choices=list(TIME_UNITS),
+        help="unit of the times in a CSV log (default: seconds, refused if implausible)",
     )
 
 
-def _report_rejected(log) -> None:
-    if len(log.rejected):
-        print(
-            f"{log.rejected['row'].nunique()} row(s) rejected:\n"
-            + log.rejected.to_string(index=False),
-            file=sys.stderr,
-        )
+def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
+    """Counts by reason and the first rows on stderr; every row to ``--rejected FILE``."""
+    rejected = log.rejected
+    if args.rejected:
+        table = rejected
+        if log.source.format == "csv" and len(rejected):
+            from llminfer.logfile import record_lines
+
+            lines = record_lines(log.source.path, rejected["row"])
+            table = rejected.assign(line=rejected["row"].map(lines).astype("Int64"))
+            table = table[["row", "line", "column", "value", "reason"]]
+        Path(args.rejected).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.rejected, index=False)
+    if not len(rejected):
+        return
+    counts = rejected.groupby("reason", sort=False).size().sort_values(ascending=False)
+    out = [f"{rejected['row'].nunique()} row(s) rejected ({len(rejected)} problem(s)) by reason:"]
+    out += [f"  {n:>8,}  {reason}" for reason, n in counts.items()]
+    first = rejected.head(SHOWN_REJECTED)
+    with pd.option_context("display.max_colwidth", 60):
+        shown = first.to_string(index=False)
+    out.append(f"first {len(first)}:" if len(rejected) > len(first) else "all of them:")
+    out += ["  " + line for line in shown.splitlines()]
+    if args.rejected:
+        out.append(f"every rejected row is in {args.rejected}")
+    elif len(rejected) > len(first):
+        out.append("write every one to a file with --rejected FILE")
+    print("\n".join(out), file=sys.stderr)
 
 
 def register_metrics(subparsers) -> None:
@@ -110,11 +179,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     from llminfer.presets import get_gpu, get_model
 
     slo = parse_slo(args.slo) if args.slo else None
-    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    log = _read_log(args)
     model = get_model(args.model) if args.model else None
     gpu = get_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
+    if model is not None:
+        check_tensor_parallel(model, args.n_gpus, "--n-gpus")
     report = diagnose(
         log,
         model=model,
@@ -126,7 +197,6 @@ def _diagnose(args: argparse.Namespace) -> int:
     )
     print(f"# {log.source}")
     print(report)
-    _report_rejected(log)
     return 0
 
 
@@ -162,22 +232,64 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, show the Python traceback too (may also follow the subcommand)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 on bad input, message on stderr).
+def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> str:
+    """The one ``error: …`` line for an exception: command-line wording, the file named, no
+    line breaks.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    if isinstance(exc, LogError):
+        text = exc.cli_message()
+    elif isinstance(exc, (ValueError, OSError)):
+        text = str(exc) or type(exc).__name__
+    else:
+        command = getattr(args, "command", None) or "the command"
+        text = (
+            f"internal error in {command}: {type(exc).__name__}: {exc}. This is a bug in "
+            "llminfer, not in your input as far as it can tell; run again with --debug and "
+            "report the traceback"
+        )
+    text = " ".join(text.split())  # one line, whatever the message held
+    file = getattr(args, "file", None)
+    if file and file not in text:
+        text = f"{file}: {text}"
+    return f"error: {text}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the module docstring).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere on the line, before or after the subcommand
+    argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)  # argparse itself exits 2 on a bad command line
     try:
-        return args.func(args)
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        with warnings.catch_warnings():
+            if not debug:  # numpy/pandas arithmetic warnings say nothing to a CLI user
+                warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        print(error_line(exc, args), file=sys.stderr)
+        # 2 for every failure: even a bug is met on the user's input, and scripts that call
+        # the command line test one code; the line itself says "internal error" for a bug.
         return 2
 
 

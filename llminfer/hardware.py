@@ -25,7 +25,11 @@ COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4", "fp32")
 class GPU:
     """One accelerator.
 
-    - ``memory_bytes``: device memory in bytes (as marketed: "80 GB" = 80·10^9).
+    - ``memory_bytes``: device memory in bytes as the driver reports it (``nvidia-smi``'s
+      total): an "80 GB" H100 has 81,559 MiB = 85.5·10^9 bytes ≈ 79.6 GiB.
+    - ``marketed_memory_bytes``: the data sheet's label in bytes ("80 GB" = 80·10^9; vendors
+      mean GiB-ish sizes by it), None when unknown. Only for display; every plan uses
+      ``memory_bytes``.
     - ``memory_bandwidth``: peak memory bandwidth in bytes/s.
     - ``<dtype>_flops``: dense peak FLOP/s (OP/s for int8) for that format, None when the chip
       has no fast path for it.
@@ -50,6 +54,7 @@ class GPU:
     pcie_bandwidth: float | None = None
     sm_count: int | None = None
     shared_memory_per_sm: float | None = None
+    marketed_memory_bytes: float | None = field(default=None, compare=False)
     source: str = field(default="custom", compare=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +70,7 @@ class GPU:
         self._check_optional_positive("pcie_bandwidth")
         self._check_optional_positive("sm_count")
         self._check_optional_positive("shared_memory_per_sm")
+        self._check_optional_positive("marketed_memory_bytes")
 
     def _check_optional_positive(self, name: str) -> None:
         value = getattr(self, name)

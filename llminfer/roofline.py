@@ -23,7 +23,7 @@ import numpy as np
 
 from llminfer.hardware import GPU
 from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
-from llminfer.models import Model
+from llminfer.models import Model, check_tensor_parallel
 from llminfer.units import bytes_per_element, check_dtype, format_bytes
 from llminfer.validate import check_int
 
@@ -393,7 +393,7 @@ class StepTimer:
         kv_dtype: str = "bf16",
         efficiency: Efficiency | float | tuple | None = None,
     ) -> None:
-        check_int("n_gpus", n_gpus, 1)
+        check_tensor_parallel(model, n_gpus, "n_gpus")  # engines refuse uneven head splits
         self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
         self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
         self.efficiency = as_efficiency(efficiency)

@@ -9,12 +9,15 @@ shows it in place of the result.
 
 from __future__ import annotations
 
+import functools
 import html
+import inspect
 from abc import ABC, abstractmethod
 from typing import Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
+from traitlets import TraitError
 
 from llminfer.plots._figure import figure_png
 
@@ -23,6 +26,14 @@ class Explorer(ABC):
     """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``."""
 
     title = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every explorer's constructor builds its controls from its arguments; a value a
+        # control refuses (TraitError: "Invalid selection") or silently clamps to its range
+        # becomes a ValueError naming the argument and what it may be.
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _named_arguments(cls.__dict__["__init__"])
 
     def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
         self.controls = controls
@@ -83,3 +94,59 @@ class Explorer(ABC):
         from IPython.display import display
 
         display(self.ui)
+
+
+def _allowed(control: W.ValueWidget) -> str:
+    """What a control accepts, in words."""
+    options = getattr(control, "options", None)
+    if options:
+        values = [o[1] if isinstance(o, tuple) and len(o) == 2 else o for o in options]
+        return "one of " + ", ".join(repr(v) for v in values)
+    if hasattr(control, "min") and hasattr(control, "max"):
+        kind = "an integer" if isinstance(control.value, int) else "a number"
+        return f"{kind} from {control.min!r} to {control.max!r}"
+    return f"of type {type(control.value).__name__}"
+
+
+def _named_arguments(init):
+    """Wrap an explorer's ``__init__`` so a bad argument raises ValueError naming it."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)  # TypeError for unknown names, as usual
+        given = {k: v for k, v in bound.arguments.items() if k != "self"}
+        name = type(self).__name__
+        try:
+            init(self, *args, **kwargs)
+        except TraitError as exc:
+            # Find the argument: the one whose control refuses it in a default-built explorer.
+            defaults = type(self)()
+            for key, value in given.items():
+                control = defaults.controls.get(key)
+                if control is None:
+                    continue
+                try:
+                    control.value = value
+                except TraitError:
+                    raise ValueError(
+                        f"{name}({key}={value!r}): {key} must be {_allowed(control)}"
+                    ) from None
+            raise ValueError(f"{name}: an argument was refused: {exc}") from None
+        for key, value in given.items():
+            control = self.controls.get(key)
+            if control is None:
+                continue
+            unset = value is None and bool(getattr(control, "options", None))
+            if unset or _differs(control.value, value):
+                raise ValueError(f"{name}({key}={value!r}): {key} must be {_allowed(control)}")
+
+    return wrapper
+
+
+def _differs(shown: Any, given: Any) -> bool:
+    """True when a control holds another value than it was given (clamped to its range)."""
+    try:
+        return bool(shown != given)
+    except (TypeError, ValueError):
+        return False
