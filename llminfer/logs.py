@@ -201,6 +201,10 @@ def read_requests(
 ) -> RequestLog:
     """Read a request log from a CSV path, a DataFrame or another tool's export.
 
+    ``source`` may also be a directory or a glob of CSV, CSV.gz or Parquet files (one replica or
+    one hour each): they load as one log with a ``source`` column naming each request's file
+    (``llminfer.logsets``).
+
     ``format``: ``"auto"`` (recognised by the file's content, plain or compressed), or one of
     ``csv``, ``parquet``, ``dataframe``, ``vllm``, ``sglang``, ``genai-perf``, ``aiperf``,
     ``llmperf``, ``guidellm``. A tool's problems raise a ValueError naming file, record and
@@ -233,6 +237,10 @@ def read_requests(
             f"not {type(source).__name__}"
         )
     path = Path(source)
+    from llminfer import logsets  # imported here: logsets builds on this module
+
+    if logsets.is_many(path):  # a directory or a glob: one log with a 'source' column
+        return logsets.read_log_files(path, format, on_error, time_unit)
     logfile.check_path(path)
     from llminfer import importers  # imported here: importers builds on this module
 
@@ -606,15 +614,13 @@ def _duplicated(ids: pd.Series) -> np.ndarray:
     """True at every later occurrence of an id (the first one is kept)."""
     if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        # Arrow strings: one sort (~50 ms a million ids) proves them unique, about twice as
-        # fast as hashing them; only a log that has duplicates pays for the exact pass below.
-        values = pa.array(ids.array)
-        if isinstance(values, pa.ChunkedArray):  # one buffer sorts and takes faster
-            values = values.combine_chunks()
-        ordered = values.take(pc.sort_indices(values))
-        if not pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
+        from llminfer.uniqueness import arrow_ids_unique
+
+        # Arrow strings: their bytes folded into 64-bit keys and those sorted prove them unique
+        # (~10× faster than sorting the strings); only a log that has duplicates (or an
+        # unlucky hash) pays for the exact pass below.
+        if arrow_ids_unique(pa.array(ids.array)):
             return np.zeros(len(ids), dtype=bool)
     return ids.duplicated(keep="first").to_numpy()
 

@@ -17,11 +17,16 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from llminfer.logs import RequestLog, read_requests
+from llminfer.quantiles import select_percentiles
+
+if TYPE_CHECKING:
+    from llminfer.logsets import GroupedSummary
 
 #: Latency metrics every summary reports; the SLO keys ``summarize`` accepts.
 LATENCY_METRICS = ("ttft_s", "tpot_s", "e2e_s")
@@ -336,8 +341,13 @@ def summarize(
     log: RequestLog | pd.DataFrame,
     percentiles: Sequence[float] = (50, 90, 95, 99),
     slo: dict[str, float] | None = None,
-) -> Summary:
+    by: str | None = None,
+) -> Summary | GroupedSummary:
     """Summarise a log: counts, window, RPS, output/input/total TPS, goodput and percentiles.
+
+    With ``by`` (a column, e.g. ``"source"`` of a log read from many files) the result is a
+    ``GroupedSummary`` instead: a ``Summary`` per value and the total, and a table of headline
+    figures per value beside the total (``llminfer.logsets.summarize_by``).
 
     ``percentiles`` in percent (99.9 allowed); ``slo`` maps ``ttft_s``/``tpot_s``/``e2e_s`` to
     targets in seconds: goodput = successful requests meeting every target / window (s), good
@@ -349,6 +359,10 @@ def summarize(
     percentiles = _check_percentiles(percentiles)
     slo = _check_slo(slo)
     log = _as_log(log)
+    if by is not None:
+        from llminfer.logsets import summarize_by
+
+        return summarize_by(log, by, percentiles, slo)
     requests = log.requests
     if {"scheduled_ts", "token_ts"} & set(requests.columns):
         frame = request_metrics(log)
@@ -384,20 +398,19 @@ def summarize(
     rows = []
     for name in names:
         values = np.asarray(metrics[name], dtype=float)
-        values = values[ok & ~np.isnan(values)]  # a fresh array, free to sort in place
+        values = values[ok & ~np.isnan(values)]  # a fresh array, free to reorder in place
         if values.size:
-            mean = values.mean()  # before sorting: the sum's rounding depends on the order
-            # One full sort, then every statistic is a lookup: numpy's vectorised sort of a
-            # million floats takes a third of the time of selecting the several percentile
-            # ranks one by one, which is what np.percentile does on unsorted input.
-            values.sort()
+            mean = values.mean()  # before reordering: the sum's rounding depends on the order
+            # Selection, not sorting: only the ranks the percentiles need are found, in place
+            # (llminfer.quantiles; bit-for-bit np.percentile), ~5× faster than sorting and
+            # then calling np.percentile, which partitioned the sorted array again.
             rows.append(
                 [
                     values.size,
                     mean,
-                    values[0],
-                    values[-1],
-                    *np.percentile(values, percentiles, overwrite_input=True),  # no copy
+                    values.min(),
+                    values.max(),
+                    *select_percentiles(values, percentiles, overwrite_input=True),
                 ]
             )
         else:

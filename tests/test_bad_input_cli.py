@@ -76,7 +76,7 @@ BAD = [
     ("empty", lambda t: _text(t, "e.csv", ""), [], ["is empty"]),
     ("blank-lines-only", lambda t: _text(t, "b.csv", "\n  \n\n"), [], ["only blank lines"]),
     ("header-only", lambda t: _text(t, "h.csv", HEADER + "\n"), [], ["no data rows"]),
-    ("directory", lambda t: (t / "d.csv").mkdir() or t / "d.csv", [], ["is a directory"]),
+    ("directory", lambda t: (t / "d.csv").mkdir() or t / "d.csv", [], ["names no log"]),
     ("no-such-file", lambda t: t / "nothere.csv", [], ["no such file"]),
     (
         "latin-1",
@@ -207,12 +207,6 @@ BAD = [
     ("not-json", lambda t: _text(t, "bad.json", "{not json"), [], ["not valid JSON"]),
     ("csv-as-vllm", lambda t: _text(t, "c.csv", CLEAN), ["--format", "vllm"], ["JSON"]),
     ("bad-slo", lambda t: _text(t, "s.csv", CLEAN), ["--slo", "ttft=0ms"], ["--slo"]),
-    (
-        "diagnose-all-failed",
-        lambda t: _text(t, "f.csv", HEADER + ",status\nr1,0,,,10,,failed\nr2,1,,,10,,failed\n"),
-        ["@diagnose"],
-        [],
-    ),
 ]
 
 
@@ -349,3 +343,15 @@ def test_a_csv_log_with_any_suffix_is_read_by_its_content(tmp_path, capsys):
     code, out, err = _run(path, [], capsys)
     assert code == 0, err
     assert "requests" in out
+
+
+def test_diagnose_on_a_log_whose_requests_all_failed_says_so_without_a_traceback(tmp_path, capsys):
+    rows = "".join(f"r{i},{i},,,10,,failed\n" for i in range(30))
+    path = _text(tmp_path, "f.csv", HEADER + ",status\n" + rows)
+    code, out, err = _run(path, ["@diagnose"], capsys)
+    assert "Traceback" not in err and "error:" not in err
+    assert code == 1  # a problem: every request failed
+    assert "fail" in out.splitlines()[1 + out.startswith("#")].lower() or "failures" in out
+    few = _text(tmp_path, "g.csv", HEADER + ",status\nr1,0,,,10,,failed\nr2,1,,,10,,failed\n")
+    code, out, err = _run(few, ["@diagnose"], capsys)
+    assert code == 3 and "not enough data" in out and "Traceback" not in err

@@ -65,6 +65,25 @@ def _text(path: Path) -> str:
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
 
 
+def _head(path: Path, size: int = 1 << 16) -> str:
+    """The first ``size`` bytes of a file (decompressed when gzip), as text: enough to tell
+    JSON from a table without reading a large file whole."""
+    with path.open("rb") as file:
+        magic = file.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rb") as file:
+            raw = file.read(size)
+    except (OSError, EOFError) as exc:
+        raise problem(path, "", f"looks gzip-compressed but cannot be read: {exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if len(raw) == size and exc.start >= size - 3:  # a character cut by the head's end
+            return raw[: exc.start].decode("utf-8-sig")
+        raise problem(path, "", f"is not UTF-8 text ({exc})") from None
+
+
 def load(path: Path) -> Document:
     """Parse ``path`` by its content (gzip, Parquet, JSON, JSON Lines or CSV), not its suffix.
 
@@ -78,30 +97,30 @@ def load(path: Path) -> Document:
         except Exception as exc:  # pyarrow raises several types for a damaged file
             raise problem(path, "", f"is a Parquet file that cannot be read: {exc}") from None
         return Document(path, table=table, kind="parquet")
-    text = _text(path)
-    stripped = text.lstrip()
-    if not stripped:
+    head_text = _head(path)
+    if not head_text.lstrip():
         raise problem(path, "", "is empty")
-    if stripped[0] in "[{":
-        try:
-            return Document(path, json=json.loads(text), kind="json")
-        except json.JSONDecodeError as whole:
-            # Not one JSON value: JSON Lines (one record a line), e.g. AIPerf or SGLang output.
-            lines = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    lines.append((number, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    if len(lines) == 0 and number == 1:
-                        raise problem(path, "", f"is not valid JSON: {whole}") from None
-                    raise problem(path, f"line {number}", f"is not JSON: {exc}") from None
-            return Document(path, lines=lines, kind="jsonl")
-    first_line = stripped.splitlines()[0]
-    if "," in first_line:
-        return Document(path, kind="csv")
-    return Document(path, kind="unknown")
+    if head_text.lstrip()[0] not in "[{":
+        # A table, not JSON: its first line decides, and the rest is the CSV reader's to parse
+        # (reading and splitting a whole 100 MB file here cost more than parsing it).
+        first_line = head_text.lstrip().splitlines()[0]
+        return Document(path, kind="csv" if "," in first_line else "unknown")
+    text = _text(path)
+    try:
+        return Document(path, json=json.loads(text), kind="json")
+    except json.JSONDecodeError as whole:
+        # Not one JSON value: JSON Lines (one record a line), e.g. AIPerf or SGLang output.
+        lines = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                lines.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                if len(lines) == 0 and number == 1:
+                    raise problem(path, "", f"is not valid JSON: {whole}") from None
+                raise problem(path, f"line {number}", f"is not JSON: {exc}") from None
+        return Document(path, lines=lines, kind="jsonl")
 
 
 def number(value, path, where: str, *, allow_none: bool = False) -> float:
