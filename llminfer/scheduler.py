@@ -6,6 +6,11 @@ Decoding sequences grow by one KV token per decode step, so instead of touching 
 each step the scheduler keeps a global decode counter and two heaps of future events (the step
 at which a sequence finishes, the step at which it needs its next block): a step costs
 O(events), not O(batch).
+
+Per-token times cost no per-token Python either: every decode step gives one token to every
+decoding sequence, so the scheduler records the end time of each decode step once
+(``decode_end[k]`` ends the step that moved the counter to k + 1) and, per request, the counter
+range it decoded over; ``tables()`` slices those ranges into each request's ``token_ts``.
 """
 
 from __future__ import annotations
@@ -62,6 +67,11 @@ class Scheduler:
         self.base = [0] * n  # decode: kv tokens = base + decode counter
         self._finish_at = [0] * n  # decode counter value at which a decoding request ends
         self.admitted_once = [False] * n
+        # Per-token emission: a token time (float, from a finished prefill) or a decode counter
+        # range (start, end) per stretch of decoding; decode_start = counter when decoding began.
+        self.emits: list[list] = [[] for _ in range(n)]
+        self.decode_start = [0] * n
+        self.decode_end: list[float] = []
         # Arrivals: a heap of (time, index). Closed loop releases requests as others end.
         if workload.closed_loop:
             k = min(workload.concurrency, n)
@@ -191,6 +201,8 @@ class Scheduler:
             self.decoding.discard(i)
             self.sum_base -= self.base[i]
             self.gen[i] = self.output[i] - (self._finish_at[i] - self.decode_counter)
+            if self.decode_counter > self.decode_start[i]:
+                self.emits[i].append((self.decode_start[i], self.decode_counter))
         else:
             self.prefilling.remove(i)
         self.epoch[i] += 1
@@ -269,6 +281,12 @@ class Scheduler:
             if steps < MIN_STRETCH:
                 return
         durations = decode_steps(n, self.sum_base + n * (c + np.arange(steps)))
+        if not np.all(durations > 0):  # also catches NaN
+            bad = durations[~(durations > 0)][0]
+            raise ValueError(
+                f"step_time returned {bad!r} s for a decode step of {n} sequences; "
+                "every step must last a finite time > 0 s"
+            )
         starts = self.t + np.concatenate(([0.0], np.cumsum(durations[:-1])))
         if self.arrivals:  # a step may only start before the next arrival joins the queue
             steps = int(np.searchsorted(starts, self.arrivals[0][0], side="left"))
@@ -306,6 +324,7 @@ class Scheduler:
         self.rec_blocks.extend(in_use.tolist())
         self.rec_waiting.extend([0] * steps)
         self.rec_tokens.extend([n] * steps)
+        self.decode_end.extend((starts[:steps] + durations[:steps]).tolist())
         self.t = float(starts[steps - 1] + durations[steps - 1])
         self.decode_counter += steps
 
@@ -360,6 +379,7 @@ class Scheduler:
 
     def _step_chunked(self) -> bool:
         """Chunked prefill: decodes first, then running prompts, then new prompts, one budget."""
+        preempted_before = self.preemptions
         if self.decoding:
             self._grow_decode_blocks()
         budget = self.cfg.max_num_batched_tokens - len(self.decoding)
@@ -376,7 +396,9 @@ class Scheduler:
                 self.blocks[i] += need
             batch.append((i, chunk))
             budget -= chunk
-        while budget > 0 and self.waiting and len(self.running) < self.cfg.max_num_seqs:
+        # vLLM V1 admits no waiting request in a step that had to preempt a running one.
+        admit = self.preemptions == preempted_before
+        while admit and budget > 0 and self.waiting and len(self.running) < self.cfg.max_num_seqs:
             i = self.waiting[0]
             chunk = self._admit(i, budget, full_reserve=False)
             if not chunk:
@@ -420,6 +442,11 @@ class Scheduler:
             prefill_tokens += chunk
             cached += self.computed[i]
         duration = self.step_time(prefill_tokens, attended, n_decode, context, cached)
+        if not 0 < duration < math.inf:  # also catches NaN
+            raise ValueError(
+                f"step_time returned {duration!r} s for a step of {prefill_tokens} prefill tokens "
+                f"and {n_decode} decoding sequences; every step must last a finite time > 0 s"
+            )
         self.rec_time.append(self.t)
         self.rec_dur.append(duration)
         self.rec_batch.append(len(batch) + n_decode)
@@ -432,12 +459,14 @@ class Scheduler:
         t_end = self.t
         if decode:
             self.decode_counter += 1
+            self.decode_end.append(t_end)
             heap, d = self.finish_heap, self.decode_counter
             while heap and heap[0][0] <= d:
                 _, epoch, i = heapq.heappop(heap)
                 if epoch != self.epoch[i]:
                     continue
                 self.gen[i] = self.output[i]
+                self.emits[i].append((self.decode_start[i], d))
                 self.decoding.discard(i)
                 self.sum_base -= self.base[i]
                 del self.running[i]
@@ -452,6 +481,7 @@ class Scheduler:
             self._share_prefix(i)
             self.gen[i] += 1
             produced += 1
+            self.emits[i].append(t_end)
             if math.isnan(self.first[i]):
                 self.first[i] = t_end
             if self.gen[i] >= self.output[i]:
@@ -461,6 +491,7 @@ class Scheduler:
                 self._finish(i, t_end)
                 continue
             self.decoding.add(i)
+            self.decode_start[i] = self.decode_counter
             self.base[i] = self.target[i] - self.decode_counter
             self.sum_base += self.base[i]
             self._finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
@@ -483,6 +514,24 @@ class Scheduler:
         self.shared[i] = blocks
         self.ref[i] = group
 
+    def token_times(self) -> list[np.ndarray]:
+        """Per request, the absolute time (s) of each output token, first token first."""
+        ends = np.asarray(self.decode_end, dtype=float)
+        out = []
+        for parts in self.emits:
+            if len(parts) == 2 and isinstance(parts[1], tuple):  # the common case: no preemption
+                a, b = parts[1]
+                times = np.empty(b - a + 1)
+                times[0] = parts[0]
+                times[1:] = ends[a:b]
+            else:
+                times = np.concatenate(
+                    [ends[p[0] : p[1]] if isinstance(p, tuple) else [p] for p in parts]
+                    or [np.empty(0)]
+                )
+            out.append(times)
+        return out
+
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         requests = pd.DataFrame(
             {
@@ -496,6 +545,7 @@ class Scheduler:
                 "preemptions": self.preempt_count,
                 "cached_prefix_tokens": self.cached_log,
                 "prefix_group": self.group,
+                "token_ts": self.token_times(),
             }
         )
         # np.asarray with a dtype first: pandas infers the type of a million-item list slowly.

@@ -1,11 +1,23 @@
 """Chapters 3 and 5: a discrete-event, iteration-level simulation of one inference server.
 
-The engine works like vLLM's scheduler, one model step at a time:
+The engine modelled by default is **vLLM v0.11.0's V1 engine** as its OpenAI-compatible server
+configures itself on a GPU with at least 70 GiB (H100, H200; ``EngineArgs._set_default_args`` in
+``vllm/engine/arg_utils.py``): chunked prefill always on, prefix caching on,
+``max_num_batched_tokens=8192``, ``max_num_seqs=1024``, 16-token KV blocks,
+``gpu_memory_utilization=0.9``. One model step at a time:
 
 - Requests wait in a FIFO queue until the scheduler admits them; a step runs prefill tokens
-  and/or one decode token for every running sequence. With ``chunked_prefill`` a step mixes
-  both under the ``max_num_batched_tokens`` budget (decodes first); without it a step is either
-  a prefill batch or a decode batch, and waiting prompts go first (vLLM's V0 default).
+  and/or one decode token for every running sequence. With ``chunked_prefill`` (V1) one token
+  budget of ``max_num_batched_tokens`` per step serves the running requests first — one token per
+  decoding sequence, then the next chunk of every running prompt, oldest first — and only then
+  admits waiting requests with what is left (none in a step that had to preempt), as
+  ``vllm/v1/core/sched/scheduler.py`` does. One simplification: V1 walks its running list in
+  admission order, so an older request's prompt chunk could use the whole budget before a younger
+  request's decode; here every decode gets its token first (the budget is at least
+  ``max_num_seqs``, so they always fit). Without ``chunked_prefill`` (vLLM V0's default,
+  ``EngineConfig(chunked_prefill=False, prefix_caching=False, max_num_seqs=256)``) a step is
+  either a prefill batch or a decode batch, and waiting prompts go first: decodes stall while a
+  prompt is computed.
 - ``policy="static"`` admits a new batch only when the previous one has completely finished and
   reserves each request's final length up front; ``"continuous"`` refills the batch at every step
   and allocates KV blocks as sequences grow (PagedAttention).
@@ -23,7 +35,10 @@ The engine works like vLLM's scheduler, one model step at a time:
 
 Timestamps are seconds from the first arrival. The request log has the article's schema
 (``request_id, start_ts, first_token_ts, end_ts, input_tokens, output_tokens``) plus
-``scheduled_ts``, ``preemptions`` and ``cached_prefix_tokens``.
+``scheduled_ts``, ``preemptions``, ``cached_prefix_tokens`` and ``token_ts``: per request the
+absolute time (s) of every output token (a step gives a sequence at most one token, so one token
+per entry; ``token_ts[0] = first_token_ts``, ``token_ts[-1] = end_ts``), from which
+``summarize`` computes inter-token latency (ITL) percentiles as for a real streamed log.
 """
 
 from __future__ import annotations
@@ -54,31 +69,50 @@ POLICIES = ("continuous", "static")
 class EngineConfig:
     """A serving engine's scheduler and cache settings (names as in vLLM).
 
+    The defaults are vLLM v0.11.0's V1 engine behind its OpenAI-compatible server on a GPU with
+    ≥ 70 GiB of memory (``EngineArgs._set_default_args``, ``vllm/engine/arg_utils.py``):
+    chunked prefill and prefix caching on, 8,192 tokens and 1,024 sequences per step. vLLM V0's
+    defaults are ``EngineConfig(chunked_prefill=False, prefix_caching=False, max_num_seqs=256,
+    max_num_batched_tokens=8192)`` (``llminfer.simulate.V0_ENGINE``).
+
     - ``policy``: ``"continuous"`` (iteration-level batching) or ``"static"`` (a batch runs to
       completion before the next is admitted; KV reserved for the final length).
-    - ``max_num_seqs``: most sequences in one step; ``max_num_batched_tokens``: most tokens in
-      one step (prefill tokens + one per decoding sequence).
-    - ``chunked_prefill``: split long prompts over steps and mix them with decodes.
+    - ``max_num_seqs``: most sequences in one step (unset: 1,024 capped by the token budget with
+      chunked prefill, as V1; else 256, as V0); ``max_num_batched_tokens``: most tokens in one
+      step (prefill tokens + one per decoding sequence). Without chunked prefill every prompt
+      must fit it whole (vLLM then sets it to the model's context length).
+    - ``chunked_prefill``: split long prompts over steps and mix them with decodes (unset: on
+      for ``"continuous"``, off for ``"static"``).
     - ``block_size``: tokens per KV block; ``gpu_memory_utilization``: share of GPU memory the
       engine may use (weights, reserve and KV cache).
-    - ``prefix_caching``: reuse the KV blocks of shared prompt prefixes.
+    - ``prefix_caching``: reuse the KV blocks of shared prompt prefixes (unset: as
+      ``chunked_prefill``'s default).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
     policy: str = "continuous"
-    max_num_seqs: int = 256
+    max_num_seqs: int | None = None
     max_num_batched_tokens: int = 8192
-    chunked_prefill: bool = False
+    chunked_prefill: bool | None = None
     block_size: int = 16
     gpu_memory_utilization: float = 0.9
-    prefix_caching: bool = False
+    prefix_caching: bool | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy={self.policy!r} must be one of {', '.join(POLICIES)}")
-        check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        # Unset switches follow the policy: V1 (both on) for continuous, off for static.
+        continuous = self.policy == "continuous"
+        for name in ("chunked_prefill", "prefix_caching"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, continuous)
+        if self.max_num_seqs is None:
+            # V1 caps its default 1,024 by the token budget; V0's default was 256.
+            seqs = min(1024, self.max_num_batched_tokens) if self.chunked_prefill is True else 256
+            object.__setattr__(self, "max_num_seqs", seqs)
+        check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
@@ -97,6 +131,14 @@ class EngineConfig:
                 f"max_num_seqs={self.max_num_seqs} with chunked_prefill (every running sequence "
                 "needs one token per step)"
             )
+
+
+#: vLLM V1's defaults (v0.11.0, OpenAI server, GPU >= 70 GiB): chunked prefill, prefix cache.
+V1_ENGINE = EngineConfig()
+#: vLLM V0's defaults: prefill-only steps that stall decodes, no prefix cache, 256 sequences.
+V0_ENGINE = EngineConfig(
+    chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+)
 
 
 @dataclass
@@ -208,6 +250,15 @@ def simulate(
             f"workload has a request of {longest} tokens (prompt + output), more than "
             f"{model.name}'s max_context={model.max_context}"
         )
+    longest_prompt = int(table["prompt_tokens"].max())
+    if not engine.chunked_prefill and longest_prompt > engine.max_num_batched_tokens:
+        raise ValueError(
+            f"workload has a prompt of {longest_prompt} tokens but "
+            f"max_num_batched_tokens={engine.max_num_batched_tokens} and chunked_prefill=False: "
+            "a prompt must fit one step whole without chunking (vLLM refuses it); raise "
+            f"max_num_batched_tokens to at least {longest_prompt} or set chunked_prefill=True"
+        )
+    _check_step_time(step_time)
     if math.ceil(longest / engine.block_size) > capacity_blocks:
         raise ValueError(
             f"workload has a request of {longest} tokens but the KV cache holds only "
@@ -225,6 +276,21 @@ def simulate(
         workload=workload,
         engine=engine,
     )
+
+
+def _check_step_time(step_time: StepTime) -> None:
+    """Probe a step-time function once with a small prefill and a small decode step, so that a
+    function returning 0, a negative time or NaN fails here rather than deep in the run."""
+    if not callable(step_time):
+        raise ValueError(f"step_time={step_time!r} must be a callable returning seconds")
+    for args, what in (((16, 136, 0, 0, 0), "a 16-token prefill"), ((0, 0, 1, 16, 0), "a decode")):
+        value = step_time(*args)
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, np.number))
+        if not ok or not 0 < float(value) < math.inf:
+            raise ValueError(
+                f"step_time returned {value!r} for {what} step; it must return a finite number "
+                "of seconds > 0"
+            )
 
 
 def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99):
@@ -280,6 +346,30 @@ def knee(table: pd.DataFrame, share: float = 0.9) -> float:
     return float(ordered.loc[reached, kind].iloc[0])
 
 
+def itl_stats(log) -> dict[str, float]:
+    """Inter-token latency of a log with ``token_ts`` (a simulated one): ``itl_s_mean``,
+    ``itl_s_p50``, ``itl_s_p99`` (seconds) over every gap between consecutive tokens of every
+    successful request, pooled (vLLM's ITL definition); NaN when no request has two tokens.
+    Where a prefill stalls decodes, the stall is one long gap: p99 ITL shows it, TPOT (a
+    request's mean gap) dilutes it.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.metrics import compare_definitions
+
+    row = compare_definitions(log).loc["vllm_itl"]
+    return {"itl_s_mean": row.mean_s, "itl_s_p50": row.p50_s, "itl_s_p99": row.p99_s}
+
+
+def _summary_row(result: SimResult, percentiles, slo=None) -> dict:
+    from llminfer.metrics import summarize
+
+    summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+    if "itl_s_p99" not in summary:  # summarize gains ITL keys with the importers' work
+        summary.update(itl_stats(result.log))
+    return summary
+
+
 def _loads(rates, concurrencies) -> tuple[str, list]:
     if (rates is None) == (concurrencies is None):
         raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
@@ -304,14 +394,13 @@ def sweep(
     """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
 
     One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
-    ``mean_batch`` (sequences per decode step) and every field of
-    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...). The same
+    ``mean_batch`` (sequences per decode step), every field of
+    ``llminfer.metrics.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...) and
+    ``itl_s_mean/p50/p99`` (``itl_stats``). The same
     seed draws the same lengths at every load, so rows differ only in load.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
-    from llminfer.metrics import summarize
-
     kind, values = _loads(rates, concurrencies)
     rows = []
     for value in values:
@@ -321,7 +410,7 @@ def sweep(
             point = replace(workload, rate=None, concurrency=value)
         result = simulate(point, model, gpu, engine, **simulate_kwargs)
         decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
-        summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+        summary = _summary_row(result, percentiles, slo)
         rows.append(
             {
                 kind: value,
@@ -343,12 +432,10 @@ def compare_engines(
 ) -> pd.DataFrame:
     """Serve the same ``workload`` with each labelled engine; one row per label (the index)
     with ``preemptions``, ``mean_batch``, ``cached_share`` (prompt tokens served from the
-    prefix cache) and the ``summarize(...).to_dict()`` fields.
+    prefix cache), the ``summarize(...).to_dict()`` fields and ``itl_s_mean/p50/p99``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.metrics import summarize
-
     if not engines:
         raise ValueError("engines must map at least one label to an EngineConfig")
     rows = {}
@@ -360,7 +447,7 @@ def compare_engines(
             "preemptions": result.preemptions,
             "mean_batch": float(decode.mean()) if len(decode) else 0.0,
             "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
-            **summarize(result.log, percentiles=percentiles).to_dict(),
+            **_summary_row(result, percentiles),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -423,12 +510,15 @@ def max_goodput(
 
 
 __all__ = [
+    "V0_ENGINE",
+    "V1_ENGINE",
     "EngineConfig",
     "Goodput",
     "SimResult",
     "Workload",
     "best_load",
     "compare_engines",
+    "itl_stats",
     "knee",
     "kv_capacity_blocks",
     "max_goodput",

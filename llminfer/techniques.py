@@ -9,164 +9,56 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
+# Re-exported: chapter 5's table of techniques stays one namespace (``techniques.X``).
+from llminfer.disaggregation import KV_LINKS as KV_LINKS
+from llminfer.disaggregation import compare_with_disaggregation as compare_with_disaggregation
+from llminfer.disaggregation import disaggregation_table as disaggregation_table
+from llminfer.disaggregation import exposed_transfer_seconds as exposed_transfer_seconds
+from llminfer.disaggregation import kv_transfer_seconds as kv_transfer_seconds
 from llminfer.hardware import GPU
 from llminfer.memory import (
     allocated_kv_tokens,
     kv_cache_bytes,
+    kv_capacity_tokens,
     kv_utilization,
     plan_memory,
     weight_bytes,
 )
 from llminfer.models import Model
-from llminfer.roofline import IDEAL, attended_pairs, step_timer
+from llminfer.roofline import attended_pairs, step_timer
+from llminfer.speculative import SpeculativeSample as SpeculativeSample
+from llminfer.speculative import _check_probability
+from llminfer.speculative import best_draft_length as best_draft_length
+from llminfer.speculative import speculative_batch_table as speculative_batch_table
+from llminfer.speculative import speculative_monte_carlo as speculative_monte_carlo
+from llminfer.speculative import speculative_speedup as speculative_speedup
+from llminfer.speculative import speculative_table as speculative_table
+from llminfer.speculative import speculative_tokens_per_step as speculative_tokens_per_step
+from llminfer.units import bytes_per_element
 from llminfer.validate import check_int
 from llminfer.workload import sample_lengths
 
-
-def _check_probability(name: str, value: object, allow_one: bool = True) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or not (0 <= value <= 1) or (not allow_one and value == 1):
-        limit = "[0, 1]" if allow_one else "[0, 1)"
-        raise ValueError(f"{name}={value!r} must be a probability in {limit}")
-    return float(value)
-
-
-def _check_positive(name: str, value: object, allow_zero: bool = False) -> float:
-    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
-    if not ok or math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name}={value!r} must be a number {'>=' if allow_zero else '>'} 0")
-    return float(value)
-
-
-# --- speculative decoding ------------------------------------------------------------------
-
-
-def speculative_tokens_per_step(alpha: float, gamma: int) -> float:
-    """Expected tokens one verification step yields: ``(1 − α^(γ+1)) / (1 − α)``.
-
-    Leviathan, Kalman & Matias (2023), "Fast Inference from Transformers via Speculative
-    Decoding", eq. 1. Assumes each of the ``gamma`` drafted tokens is accepted independently
-    with probability ``alpha``; the target model's pass always adds one token of its own (the
-    correction at the first rejection, or a bonus token when all γ are accepted), so the
-    count runs from 1 (α = 0) to γ + 1 (α = 1). α = 0.8, γ = 4 → 3.36 tokens.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    alpha = _check_probability("alpha", alpha)
-    gamma = check_int("gamma", gamma, 0)
-    if alpha == 1:
-        return float(gamma + 1)
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
-
-
-def speculative_speedup(alpha: float, gamma: int, cost_ratio: float) -> float:
-    """Wall-time speed-up over plain decoding: ``(1 − α^(γ+1)) / ((1 − α)(γc + 1))``.
-
-    Leviathan et al. (2023), Theorem 3.8. One verification step costs γ draft passes of
-    relative cost ``cost_ratio`` = c (draft time ÷ target time per token) plus one target
-    pass that checks all γ tokens in parallel, assumed to cost the same as one ordinary decode
-    step (true while decode is bandwidth bound: γ + 1 tokens read the weights once). Below 1
-    the technique slows generation down.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    cost_ratio = _check_positive("cost_ratio", cost_ratio, allow_zero=True)
-    tokens = speculative_tokens_per_step(alpha, gamma)
-    return tokens / (gamma * cost_ratio + 1)
-
-
-def best_draft_length(alpha: float, cost_ratio: float, max_gamma: int = 16) -> tuple[int, float]:
-    """The draft length γ in ``0..max_gamma`` with the largest speed-up, and that speed-up.
-
-    γ = 0 means "do not speculate" (speed-up 1); it wins when α is low or the draft is dear.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    max_gamma = check_int("max_gamma", max_gamma, 0)
-    speedups = [speculative_speedup(alpha, g, cost_ratio) for g in range(max_gamma + 1)]
-    best = int(np.argmax(speedups))
-    return best, speedups[best]
-
-
-@dataclass(frozen=True)
-class SpeculativeSample:
-    """A Monte-Carlo estimate of tokens per verification step: mean, standard error, draws.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-
-    alpha: float
-    gamma: int
-    n_steps: int
-    mean_tokens: float
-    std_error: float
-    formula: float
-
-    @property
-    def z_score(self) -> float:
-        """(sample mean − formula) in standard errors; |z| < 4 means they agree."""
-        if self.std_error == 0:
-            return 0.0 if self.mean_tokens == self.formula else math.inf
-        return (self.mean_tokens - self.formula) / self.std_error
-
-
-def speculative_monte_carlo(
-    alpha: float, gamma: int, n_steps: int = 100_000, seed: int = 0
-) -> SpeculativeSample:
-    """Simulate ``n_steps`` verification steps and count the tokens each yields.
-
-    Each drafted token is accepted with probability ``alpha`` (independently, as the formula
-    assumes) until the first rejection; the target adds one token, so a step yields
-    (accepted prefix length) + 1. Seeded; the mean should match
-    ``speculative_tokens_per_step`` within a few standard errors.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    alpha = _check_probability("alpha", alpha)
-    gamma = check_int("gamma", gamma, 0)
-    n_steps = check_int("n_steps", n_steps, 2)
-    rng = np.random.default_rng(seed)
-    accepted = rng.random((n_steps, gamma)) < alpha
-    # Length of the run of acceptances from the start = number of leading True values.
-    prefix = np.cumprod(accepted, axis=1).sum(axis=1) if gamma else np.zeros(n_steps)
-    tokens = prefix + 1
-    return SpeculativeSample(
-        alpha=alpha,
-        gamma=gamma,
-        n_steps=n_steps,
-        mean_tokens=float(tokens.mean()),
-        std_error=float(tokens.std(ddof=1) / math.sqrt(n_steps)),
-        formula=speculative_tokens_per_step(alpha, gamma),
-    )
-
-
-def speculative_table(
-    alphas: Sequence[float], cost_ratio: float, gammas: Sequence[int] = range(0, 9)
-) -> pd.DataFrame:
-    """Tokens per step and speed-up for each (α, γ): columns alpha, gamma, tokens_per_step,
-    speedup.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    rows = [
-        {
-            "alpha": a,
-            "gamma": g,
-            "tokens_per_step": speculative_tokens_per_step(a, g),
-            "speedup": speculative_speedup(a, g, cost_ratio),
-        }
-        for a in alphas
-        for g in gammas
-    ]
-    return pd.DataFrame(rows)
+# --- speculative decoding: llminfer.speculative (re-exported above) -------------------------
 
 
 # --- PagedAttention: fragmentation -----------------------------------------------------------
+
+#: KV cache memory holding actual tokens, as Kwon et al. (SOSP 2023, "Efficient Memory
+#: Management for Large Language Model Serving with PagedAttention", Fig. 2) measured it:
+#: Orca reserving the maximum length ("Max"), the next power of two ("Pow2"), or — an oracle
+#: that knows each output's length — exactly the final length ("Oracle"); vLLM's paging.
+#: The 20.4–38.2 % band runs from "reserve max" to the oracle, not across "reserve max".
+PAGED_ATTENTION_PAPER_UTILIZATION = {
+    "reserve max": 0.204,
+    "reserve pow2": 0.268,
+    "reserve final": 0.382,
+    "paged 16": 0.963,
+}
 
 
 def kv_fragmentation(
@@ -187,7 +79,9 @@ def kv_fragmentation(
     - ``paged b``: blocks of ``b`` tokens allocated on demand; at most b − 1 slots per request
       are wasted.
 
-    Columns: policy, allocated_tokens, used_tokens, utilization, waste.
+    Columns: policy, allocated_tokens, used_tokens, utilization, waste, paper_utilization
+    (the PagedAttention paper's figure for the same policy, ``PAGED_ATTENTION_PAPER_UTILIZATION``;
+    NaN where it reports none).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -217,6 +111,7 @@ def kv_fragmentation(
                 "used_tokens": used,
                 "utilization": utilization,
                 "waste": 1 - utilization,
+                "paper_utilization": PAGED_ATTENTION_PAPER_UTILIZATION.get(name, math.nan),
             }
         )
     return pd.DataFrame(rows)
@@ -293,82 +188,61 @@ def prefix_cache_savings(
     }
 
 
-# --- prefill/decode disaggregation --------------------------------------------------------
-
-
-def kv_transfer_seconds(
-    model: Model,
-    prompt_tokens: int,
-    link_bandwidth: float,
-    kv_dtype: str = "bf16",
-    n_gpus: int = 1,
-) -> float:
-    """Seconds to move one request's KV cache from a prefill GPU to a decode GPU.
-
-    ``kv_cache_bytes(model, prompt_tokens, tp=n_gpus)`` per GPU over a link of
-    ``link_bandwidth`` bytes/s per direction per GPU (each tensor-parallel shard moves over its
-    own link, in parallel). Ignores latency and protocol overhead, so it is a lower bound.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    link_bandwidth = _check_positive("link_bandwidth", link_bandwidth)
-    return kv_cache_bytes(model, prompt_tokens, kv_dtype, tp=n_gpus) / link_bandwidth
-
-
-def disaggregation_table(
-    model: Model,
-    gpu: GPU,
-    prompt_tokens: Sequence[int],
-    links: dict[str, float] | None = None,
-    n_gpus: int = 1,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-) -> pd.DataFrame:
-    """KV transfer time against prefill time, per prompt length and link.
-
-    Separating prefill and decode onto different GPUs removes prefill's interference with
-    decoding (a colocated step that prefills a prompt stalls every decoding sequence for
-    ``prefill_s``), at the price of shipping the prompt's KV cache (``kv_transfer_seconds``)
-    before the first decode. ``links`` maps a name to bytes/s per direction; by default the
-    GPU's own interconnect and PCIe. Columns: prompt_tokens, link, kv_bytes, transfer_s,
-    prefill_s, transfer_over_prefill (below 1: the copy is cheaper than the prefill stall it
-    removes from the decode GPU).
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    if links is None:
-        links = {
-            name: bw
-            for name, bw in (
-                ("NVLink", gpu.interconnect_bandwidth),
-                ("PCIe", gpu.pcie_bandwidth),
-            )
-            if bw
-        }
-    if not links:
-        raise ValueError(f"links: {gpu.name} lists no link; pass links={{'name': bytes_per_s}}")
-    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
-    rows = []
-    for prompt in prompt_tokens:
-        prompt = check_int("prompt_tokens", prompt, 1)
-        prefill = timer(prompt, attended_pairs(prompt, 0), 0, 0)
-        kv = kv_cache_bytes(model, prompt, kv_dtype, tp=n_gpus)
-        for name, bandwidth in links.items():
-            transfer = kv_transfer_seconds(model, prompt, bandwidth, kv_dtype, n_gpus)
-            rows.append(
-                {
-                    "prompt_tokens": prompt,
-                    "link": name,
-                    "kv_bytes": kv,
-                    "transfer_s": transfer,
-                    "prefill_s": prefill,
-                    "transfer_over_prefill": transfer / prefill,
-                }
-            )
-    return pd.DataFrame(rows)
+# --- prefill/decode disaggregation: llminfer.disaggregation (re-exported here) ----------------
 
 
 # --- quantisation ----------------------------------------------------------------------------
+
+
+def embedding_params(model: Model, tied_embeddings: bool = False) -> int:
+    """Parameters of the input embedding table and the LM head: ``vocab × hidden`` each, or
+    one shared matrix when ``tied_embeddings`` (Llama-3.2-1B/3B tie them; Llama-3.1-8B does
+    not, see its ``config.json`` ``tie_word_embeddings``).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    return (1 if tied_embeddings else 2) * model.vocab_size * model.hidden_size
+
+
+def quantized_weight_bytes(
+    model: Model, dtype: str, group_size: int | None = 128, tied_embeddings: bool = False
+) -> float:
+    """Bytes of a quantised checkpoint as it is shipped: the transformer layers in ``dtype``
+    (with ``memory.weight_bytes``' group scales) and the embedding table and LM head left in
+    16 bit, as GPTQ/AWQ INT4 and FP8 checkpoints do (quantising them costs accuracy and saves
+    little). For a 16-bit or wider ``dtype`` this is ``weight_bytes(model, dtype)``.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    total = weight_bytes(model, dtype, group_size)
+    if bytes_per_element(dtype) >= 2:
+        return total
+    embed = embedding_params(model, tied_embeddings)
+    return weight_bytes(model.n_params - embed, dtype, group_size) + embed * 2
+
+
+def decode_bytes_per_step(
+    model: Model,
+    dtype: str = "bf16",
+    context_tokens: int = 4096,
+    batch: int = 1,
+    kv_dtype: str = "bf16",
+    group_size: int | None = 128,
+    tied_embeddings: bool = False,
+) -> float:
+    """HBM bytes one decode step must read: every weight except the input embedding table
+    (a step gathers only ``batch`` of its rows; the LM head is read whole), plus each
+    sequence's KV cache of ``context_tokens``. With tied embeddings the shared matrix is read
+    once, as the LM head.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    batch = check_int("batch", batch, 1)
+    weights = quantized_weight_bytes(model, dtype, group_size, tied_embeddings)
+    table = model.vocab_size * model.hidden_size * 2  # the input table, 16 bit
+    rows = batch * model.hidden_size * 2
+    unread = 0 if tied_embeddings else table - rows
+    return weights - unread + batch * kv_cache_bytes(model, context_tokens, kv_dtype)
 
 
 def quantization_table(
@@ -379,32 +253,41 @@ def quantization_table(
     kv_dtype: str = "bf16",
     context_tokens: int = 4096,
     group_size: int | None = 128,
+    tied_embeddings: bool = False,
 ) -> pd.DataFrame:
     """Weight bytes, decode floor and KV capacity for each weight format.
 
-    Assumptions: weights are ``memory.weight_bytes`` (int4/int8/fp8 carry one 2-byte scale per
-    ``group_size`` weights); the TPOT floor is one decode step of one sequence with
-    ``context_tokens`` cached tokens at 100 % of the GPU's bandwidth and FLOP/s
-    (``roofline.step_timer`` with ideal efficiency), so fewer weight bytes mean a lower floor;
-    KV capacity is ``plan_memory``'s, so the bytes weights give up become KV cache. Accuracy is
-    not modelled. Columns: dtype, bits_per_weight, weight_bytes (per GPU), tpot_floor_s,
+    Assumptions: weights are ``quantized_weight_bytes`` (layers in the format, with one 2-byte
+    scale per ``group_size`` weights for 8 bits and below; embedding table and LM head kept in
+    16 bit); the TPOT floor is one decode step of one sequence with ``context_tokens`` cached
+    tokens reading ``decode_bytes_per_step`` at 100 % of the GPUs' bandwidth (the input
+    embedding table is not streamed; at batch 1 the FLOPs take well under 1 % of that time);
+    KV capacity is ``plan_memory``'s budget less the 16-bit embeddings' extra bytes. Accuracy
+    is not modelled. Columns: dtype, bits_per_weight, weight_bytes (per GPU), tpot_floor_s,
     kv_capacity_tokens, freed_kv_tokens (vs the first dtype), fits.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
     rows = []
     for dtype in dtypes:
-        total = weight_bytes(model, dtype, group_size)
+        total = quantized_weight_bytes(model, dtype, group_size, tied_embeddings)
         plan = plan_memory(model, gpu, n_gpus, dtype, kv_dtype, context_tokens=context_tokens)
-        timer = step_timer(model, gpu, n_gpus, dtype, kv_dtype, efficiency=IDEAL)
+        # plan_memory counts every weight in ``dtype``; add back what stays 16 bit.
+        extra = (total - weight_bytes(model, dtype, group_size)) / n_gpus
+        budget = max(plan.kv_budget_bytes - extra, 0.0)
+        streamed = decode_bytes_per_step(
+            model, dtype, context_tokens, 1, kv_dtype, group_size, tied_embeddings
+        )
         rows.append(
             {
                 "dtype": dtype,
                 "bits_per_weight": 8 * total / model.n_params,
                 "weight_bytes": total / n_gpus,
-                "tpot_floor_s": timer(0, 0, 1, context_tokens),
-                "kv_capacity_tokens": plan.capacity_tokens,
-                "fits": plan.kv_budget_bytes > 0,
+                "tpot_floor_s": streamed / (n_gpus * gpu.memory_bandwidth),
+                "kv_capacity_tokens": kv_capacity_tokens(
+                    model, budget, kv_dtype, plan.block_size, tp=n_gpus
+                ),
+                "fits": budget > 0,
             }
         )
     table = pd.DataFrame(rows)
@@ -470,7 +353,9 @@ def tensor_parallel_table(
     shrink with n (``roofline.StepTimer`` counts them, not overlapped). "PCIe" is the same GPU
     with its NVLink removed. Columns: link, n_gpus, compute_s, memory_s, comm_s, step_s,
     speedup (vs 1 GPU on that link, or the fewest GPUs listed), efficiency (speedup ÷ n
-    relative to that baseline), fits (weights leave KV room).
+    relative to that baseline), kv_capacity_tokens, fits (the KV cache holds the timed batch:
+    ``batch × context_tokens`` tokens; a step time for a batch that does not fit is not
+    achievable).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -499,7 +384,9 @@ def tensor_parallel_table(
                     "memory_s": memory,
                     "comm_s": comm,
                     "step_s": max(compute, memory) + comm,
-                    "fits": plan.kv_budget_bytes > 0,
+                    "kv_capacity_tokens": plan.capacity_tokens,
+                    # the timed step holds batch × context tokens of KV: they must fit
+                    "fits": plan.capacity_tokens >= batch * context_tokens,
                 }
             )
     table = pd.DataFrame(rows)

@@ -153,6 +153,10 @@ def as_length_distribution(spec: object, name: str = "tokens"):
     raise ValueError(f"{name}={spec!r} must be an int, a (low, high) tuple or a distribution")
 
 
+def _is_real(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
 @dataclass(frozen=True)
 class Workload:
     """A seeded stream of ``n_requests`` requests.
@@ -198,10 +202,21 @@ class Workload:
             raise ValueError(f"rate={self.rate!r} must be > 0 requests/s (inf = all at once)")
         if self.concurrency is not None:
             check_int("concurrency", self.concurrency, minimum=1)
-        if not (isinstance(self.burstiness, (int, float)) and self.burstiness > 0):
-            raise ValueError(f"burstiness={self.burstiness!r} must be > 0 (1 = Poisson)")
-        if not (isinstance(self.think_time_s, (int, float)) and self.think_time_s >= 0):
-            raise ValueError(f"think_time_s={self.think_time_s!r} must be >= 0 seconds")
+        if not (
+            _is_real(self.burstiness) and math.isfinite(self.burstiness) and self.burstiness > 0
+        ):
+            raise ValueError(
+                f"burstiness={self.burstiness!r} must be a finite number > 0 (1 = Poisson)"
+            )
+        # An infinite think time would release no further request: the run would never end.
+        if not (
+            _is_real(self.think_time_s)
+            and math.isfinite(self.think_time_s)
+            and self.think_time_s >= 0
+        ):
+            raise ValueError(
+                f"think_time_s={self.think_time_s!r} must be a finite number of seconds >= 0"
+            )
         as_length_distribution(self.prompt_tokens, "prompt_tokens")
         as_length_distribution(self.output_tokens, "output_tokens")
         check_int("shared_prefix_tokens", self.shared_prefix_tokens, minimum=0)

@@ -6,10 +6,12 @@ import pytest
 from llminfer import get_gpu, get_model
 from llminfer import techniques as T
 from llminfer.plots import (
+    chunk_size_tradeoff,
     disaggregation_bars,
     fragmentation_bars,
     policy_comparison,
     quantization_bars,
+    speculative_batch_curve,
     speculative_curves,
     step_timeline,
     tensor_parallel_curves,
@@ -27,6 +29,31 @@ def test_policy_comparison_bars_are_the_table():
     assert fig.axes[1].get_title() == "ttft_s_p99 (s)"
     with pytest.raises(ValueError, match="lacks"):
         policy_comparison(table, ("rps",))
+    logged = policy_comparison(table, ("output_tps", "ttft_s_p99"), log=True)
+    assert [ax.get_yscale() for ax in logged.axes] == ["linear", "log"]
+    assert logged.axes[1].get_title() == "ttft_s_p99 (s, log scale)"
+
+
+def test_chunk_size_tradeoff_plots_milliseconds():
+    table = pd.DataFrame(
+        {
+            "max_num_batched_tokens": [2048, 512],
+            "ttft_s_p99": [0.2, 0.5],
+            "itl_s_p99": [0.05, 0.02],
+        }
+    )
+    fig = chunk_size_tradeoff(table)
+    itl, ttft = fig.axes[0].lines[:2]
+    assert list(itl.get_xdata()) == [512, 2048]
+    assert list(itl.get_ydata()) == pytest.approx([20.0, 50.0])
+    assert list(ttft.get_ydata()) == pytest.approx([500.0, 200.0])
+
+
+def test_speculative_batch_curve_carries_the_table():
+    table = T.speculative_batch_table(LLAMA8, H100, 0.6, 4, batches=(1, 64, 1024))
+    fig = speculative_batch_curve(table)
+    speedup = fig.axes[0].lines[0]
+    assert list(speedup.get_ydata()) == list(table["speedup"])
 
 
 def test_step_timeline_plots_the_steps():

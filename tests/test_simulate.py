@@ -13,10 +13,12 @@ from llminfer import get_gpu, get_model
 from llminfer.latency import estimate_latency
 from llminfer.roofline import step_timer
 from llminfer.simulate import (
+    V0_ENGINE,
     EngineConfig,
     Workload,
     best_load,
     compare_engines,
+    itl_stats,
     knee,
     kv_capacity_blocks,
     max_goodput,
@@ -57,6 +59,24 @@ def _check_invariants(result, workload):
     # steps follow each other without overlap
     ends = result.steps.time + result.steps.duration_s
     assert (result.steps.time.iloc[1:].to_numpy() >= ends.iloc[:-1].to_numpy() - 1e-12).all()
+    _check_token_times(result)
+
+
+def _check_token_times(result):
+    """token_ts: one time per output token, first = first_token_ts, last = end_ts, never
+    decreasing, every time the end of some step; so TPOT is the mean of the request's ITLs."""
+    req = result.requests
+    step_ends = set((result.steps.time + result.steps.duration_s).round(12))
+    for row in req.itertuples():
+        ts = row.token_ts
+        assert len(ts) == row.output_tokens
+        assert ts[0] == row.first_token_ts
+        assert ts[-1] == row.end_ts
+        assert (np.diff(ts) > 0).all()  # one token per step per sequence
+        assert set(np.round(ts, 12)) <= step_ends
+        if row.output_tokens > 1:
+            tpot = (row.end_ts - row.first_token_ts) / (row.output_tokens - 1)
+            assert np.diff(ts).mean() == pytest.approx(tpot, rel=1e-9)
 
 
 def _tps(result):
@@ -66,9 +86,10 @@ def _tps(result):
 
 ENGINES = [
     EngineConfig(),
+    V0_ENGINE,
     EngineConfig(chunked_prefill=True, max_num_batched_tokens=512, max_num_seqs=64),
     EngineConfig(policy="static", max_num_seqs=32),
-    EngineConfig(prefix_caching=True, block_size=32),
+    EngineConfig(prefix_caching=True, chunked_prefill=False, block_size=32),
     EngineConfig(prefix_caching=True, chunked_prefill=True, max_num_batched_tokens=1024),
 ]
 
@@ -115,7 +136,8 @@ def test_invariants_property(n, rate, seqs, block, capacity, chunked, prefix, se
     )
     engine = EngineConfig(
         max_num_seqs=seqs,
-        max_num_batched_tokens=max(seqs, 256),
+        # without chunking every prompt (up to 1,000 tokens) must fit one step
+        max_num_batched_tokens=max(seqs, 256 if chunked else 1000),
         block_size=block,
         chunked_prefill=chunked,
         prefix_caching=prefix,
@@ -384,7 +406,7 @@ def test_compare_engines_labels_rows():
         workload,
         LLAMA8,
         H100,
-        {"plain": EngineConfig(), "prefix": EngineConfig(prefix_caching=True)},
+        {"plain": EngineConfig(prefix_caching=False), "prefix": EngineConfig()},
     )
     assert list(table.index) == ["plain", "prefix"]
     assert table.loc["plain", "cached_share"] == 0
@@ -423,3 +445,140 @@ def test_decode_stretches_change_nothing(workload, engine):
     assert fast.preemptions == slow.preemptions
     pd.testing.assert_frame_equal(fast.steps, slow.steps, rtol=1e-12)
     pd.testing.assert_frame_equal(fast.requests, slow.requests, rtol=1e-12)
+
+
+# --- the V1-like default engine (issue 12) ----------------------------------------------
+
+
+def test_default_engine_is_vllm_v1_on_a_large_gpu():
+    # vLLM v0.11.0, vllm/engine/arg_utils.py EngineArgs._set_default_args: V1 turns chunked
+    # prefill and prefix caching on; OPENAI_API_SERVER on a GPU >= 70 GiB (not A100): 8192
+    # batched tokens, 1024 sequences; CacheConfig block_size 16, gpu_memory_utilization 0.9.
+    e = EngineConfig()
+    assert (e.chunked_prefill, e.prefix_caching) == (True, True)
+    assert (e.max_num_batched_tokens, e.max_num_seqs) == (8192, 1024)
+    assert (e.block_size, e.gpu_memory_utilization, e.policy) == (16, 0.9, "continuous")
+    # V1 caps the default max_num_seqs by the token budget
+    assert EngineConfig(max_num_batched_tokens=512).max_num_seqs == 512
+    # the V0 spelling other code relies on keeps meaning prefill-only steps, 256 sequences
+    v0 = EngineConfig(
+        chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+    )
+    assert v0 == V0_ENGINE
+    assert EngineConfig(chunked_prefill=False).max_num_seqs == 256
+    static = EngineConfig(policy="static")
+    assert (static.chunked_prefill, static.prefix_caching, static.max_num_seqs) == (
+        False,
+        False,
+        256,
+    )
+
+
+def test_v1_chunks_a_long_prompt_and_mixes_it_with_decodes():
+    budget = 2048
+    engine = EngineConfig(max_num_batched_tokens=budget)
+    workload = Workload(
+        40,
+        rate=20.0,
+        prompt_tokens=LogNormal(400, 1.2, high=30_000),
+        output_tokens=(50, 300),
+        seed=4,
+    )
+    result = simulate(workload, LLAMA8, H100, engine)
+    _check_invariants(result, workload)
+    steps = result.steps
+    # one token budget per step: prefill tokens + one per decoding sequence
+    assert (steps.prefill_tokens + steps.decode_seqs <= budget).all()
+    # long prompts are split: some step carries a chunk that fills what decodes left
+    mixed = steps[(steps.prefill_tokens > 0) & (steps.decode_seqs > 0)]
+    assert len(mixed) > 0
+    assert ((mixed.prefill_tokens + mixed.decode_seqs) == budget).any()
+    # decodes never stop for a prompt: while anything decodes, every step decodes
+    longest = int(result.requests.input_tokens.max())
+    assert longest > budget
+    n_prefill_steps = (steps.prefill_tokens > 0).sum()
+    assert n_prefill_steps >= math.ceil(longest / budget)
+
+
+def test_v0_steps_are_prefill_only_or_decode_only_and_stall_decodes():
+    workload = Workload(
+        40, rate=20.0, prompt_tokens=LogNormal(400, 1.2, high=8000), output_tokens=(50, 300)
+    )
+    v0 = simulate(workload, LLAMA8, H100, V0_ENGINE)
+    v1 = simulate(workload, LLAMA8, H100, EngineConfig())
+    assert not ((v0.steps.prefill_tokens > 0) & (v0.steps.decode_seqs > 0)).any()
+    assert ((v1.steps.prefill_tokens > 0) & (v1.steps.decode_seqs > 0)).any()
+    # a prefill-only step is a gap in every running stream: V0's worst ITL is longer
+    itl_v0, itl_v1 = itl_stats(v0.log), itl_stats(v1.log)
+    assert itl_v0["itl_s_p99"] > itl_v1["itl_s_p99"]
+
+
+def test_itl_pools_the_gaps_that_make_up_tpot():
+    workload = Workload(60, rate=15.0, prompt_tokens=(100, 3000), output_tokens=(1, 200), seed=2)
+    result = simulate(workload, LLAMA8, H100)
+    req = result.requests
+    gaps = np.concatenate([np.diff(ts) for ts in req.token_ts])
+    multi = req.output_tokens > 1
+    decode = (req.end_ts - req.first_token_ts)[multi].sum()
+    assert gaps.size == (req.output_tokens[multi] - 1).sum()
+    assert gaps.sum() == pytest.approx(decode, rel=1e-9)  # token-weighted TPOT = mean ITL
+    stats = itl_stats(result.log)
+    assert stats["itl_s_mean"] == pytest.approx(gaps.mean(), rel=1e-9)
+    assert stats["itl_s_p99"] == pytest.approx(np.percentile(gaps, 99), rel=1e-9)
+    # one request alone: every gap is one decode step, so ITL = TPOT = estimate_latency's TPOT
+    alone = simulate(Workload(1, rate=1.0, prompt_tokens=512, output_tokens=64), LLAMA8, H100)
+    gaps = np.diff(alone.requests.token_ts[0])
+    assert gaps.size == 63
+    tpot = estimate_latency(LLAMA8, H100, prompt_tokens=512, output_tokens=64).tpot_s
+    assert gaps.mean() == pytest.approx(tpot, rel=1e-3)
+
+
+def test_token_times_survive_preemption():
+    workload = Workload(80, rate=math.inf, prompt_tokens=(200, 800), output_tokens=(100, 400))
+    for engine in (EngineConfig(), V0_ENGINE):
+        result = simulate(workload, LLAMA8, H100, engine, capacity_blocks=200)
+        assert result.preemptions > 0
+        _check_invariants(result, workload)
+
+
+# --- validation at construction (issue 11) ----------------------------------------------
+
+
+@pytest.mark.parametrize("think", [math.inf, math.nan, -1.0, True])
+def test_think_time_must_be_finite(think):
+    with pytest.raises(ValueError, match="think_time_s"):
+        Workload(10, concurrency=2, think_time_s=think)
+
+
+@pytest.mark.parametrize("burst", [math.inf, math.nan])
+def test_burstiness_must_be_finite(burst):
+    with pytest.raises(ValueError, match="burstiness"):
+        Workload(10, rate=1.0, burstiness=burst)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.01, math.nan, math.inf, "1 ms", None])
+def test_bad_step_time_is_refused_before_the_run(value):
+    with pytest.raises(ValueError, match="step_time returned"):
+        simulate(Workload(5, rate=1.0), LLAMA8, H100, step_time=lambda *args: value)
+
+
+def test_step_time_that_turns_bad_later_is_refused_with_the_step():
+    def late(prefill, attended, seqs, context, cached=0):
+        return math.nan if seqs > 3 else 0.01
+
+    with pytest.raises(ValueError, match="step_time returned nan"):
+        simulate(Workload(10, rate=math.inf, output_tokens=50), LLAMA8, H100, step_time=late)
+
+
+def test_unchunked_prompt_larger_than_the_step_budget_is_refused():
+    engine = EngineConfig(chunked_prefill=False, max_num_batched_tokens=2048)
+    with pytest.raises(ValueError, match=r"prompt of 4000 tokens.*max_num_batched_tokens=2048"):
+        simulate(Workload(3, rate=1.0, prompt_tokens=4000), LLAMA8, H100, engine)
+    # with chunking the same prompt is split over steps
+    result = simulate(
+        Workload(3, rate=1.0, prompt_tokens=4000),
+        LLAMA8,
+        H100,
+        EngineConfig(max_num_batched_tokens=2048),
+    )
+    assert result.steps.prefill_tokens.max() <= 2048

@@ -19,18 +19,25 @@ from llminfer.plots.roofline import (
     request_breakdown_chart,
     roofline_chart,
 )
-from llminfer.plots.simulate import policy_comparison, step_timeline, throughput_latency
+from llminfer.plots.simulate import (
+    chunk_size_tradeoff,
+    policy_comparison,
+    step_timeline,
+    throughput_latency,
+)
 from llminfer.plots.techniques import (
     disaggregation_bars,
     fragmentation_bars,
     prefix_ttft_curve,
     quantization_bars,
+    speculative_batch_curve,
     speculative_curves,
     tensor_parallel_curves,
 )
 
 __all__ = [
     "before_after_cdf",
+    "chunk_size_tradeoff",
     "concurrency_curve",
     "decode_batch_chart",
     "disaggregation_bars",
@@ -49,6 +56,7 @@ __all__ = [
     "request_breakdown_chart",
     "request_timeline",
     "roofline_chart",
+    "speculative_batch_curve",
     "speculative_curves",
     "step_timeline",
     "tensor_parallel_curves",

@@ -90,10 +90,13 @@ def step_timeline(result: SimResult, until_s: float | None = None) -> Figure:
     return fig
 
 
-def policy_comparison(table: pd.DataFrame, metrics: Sequence[str] = ("output_tps",)) -> Figure:
+def policy_comparison(
+    table: pd.DataFrame, metrics: Sequence[str] = ("output_tps",), log: bool = False
+) -> Figure:
     """Bars per row of ``table`` (indexed by label, e.g. policy) for each column in
     ``metrics``, one panel each; units follow the column name (``_tps`` tokens/s, ``_s``
-    seconds).
+    seconds). ``log`` puts the latency panels (``_s``) on a log scale, so that a policy whose
+    tail is 100× longer does not flatten the others to nothing.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -106,6 +109,31 @@ def policy_comparison(table: pd.DataFrame, metrics: Sequence[str] = ("output_tps
         unit = "tokens/s" if metric.endswith("_tps") else ""
         if metric.endswith("_s") or "_s_" in metric:
             unit = "s"
+        if log and unit == "s":
+            ax.set_yscale("log")
+            unit = "s, log scale"
         ax.set_title(f"{metric} ({unit})" if unit else metric, fontsize=10)
         ax.tick_params(axis="x", labelsize=8)
+    return fig
+
+
+def chunk_size_tradeoff(table: pd.DataFrame) -> Figure:
+    """The chunked-prefill budget trade-off: p99 TTFT and p99 ITL (ms, log scale) against
+    ``max_num_batched_tokens`` (log scale). ``table`` has columns ``max_num_batched_tokens``,
+    ``ttft_s_p99`` and ``itl_s_p99``.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    require_columns(table, ("max_num_batched_tokens", "ttft_s_p99", "itl_s_p99"))
+    data = table.sort_values("max_num_batched_tokens")
+    fig, ax = new_figure(7, 3.6)
+    budget = data["max_num_batched_tokens"]
+    ax.plot(budget, data["itl_s_p99"] * 1e3, "o-", color=COLORS["decode"], label="p99 ITL")
+    ax.plot(budget, data["ttft_s_p99"] * 1e3, "s-", color=COLORS["prefill"], label="p99 TTFT")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("max_num_batched_tokens (tokens per step, log scale)")
+    ax.set_ylabel("ms (log scale)")
+    ax.set_title("Smaller chunks: smoother streams, later first tokens")
+    ax.legend(fontsize=8)
     return fig

@@ -133,3 +133,27 @@ def disaggregation_bars(table: pd.DataFrame) -> Figure:
     ax.legend(fontsize=8)
     ax.set_title("Shipping the KV cache versus computing it")
     return fig
+
+
+def speculative_batch_curve(table: pd.DataFrame) -> Figure:
+    """Speculative decoding's speed-up and the verify step's cost (in decode steps) against
+    batch size (``techniques.speculative_batch_table``), with the break-even line at 1.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    fig, ax = new_figure(7, 3.6)
+    ax.plot(table["batch"], table["speedup"], "o-", color=COLORS["decode"], label="speed-up")
+    ax.plot(
+        table["batch"],
+        table["verify_over_decode"],
+        "s--",
+        color=COLORS["prefill"],
+        label="verify step ÷ decode step",
+    )
+    ax.axhline(1, color="grey", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("decoding sequences in the batch (log scale)")
+    ax.set_ylabel("ratio (×)")
+    ax.set_title("Verification stops being free as the batch grows")
+    ax.legend(fontsize=8)
+    return fig

@@ -103,7 +103,7 @@ class BatchingExplorer(Explorer):
                 value=max_num_seqs,
                 description="max_num_seqs",
             ),
-            "chunked_prefill": W.Checkbox(value=False, description="chunked prefill"),
+            "chunked_prefill": W.Checkbox(value=True, description="chunked prefill (V1)"),
         }
         super().__init__(controls)
 

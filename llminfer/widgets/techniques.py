@@ -113,7 +113,7 @@ class PrefixCacheExplorer(Explorer):
                 value=prompt_tokens, min=128, max=32768, step=128, description="prompt tokens"
             ),
             "shared_prefix_tokens": W.IntSlider(
-                value=shared_prefix_tokens, min=0, max=32768, step=64, description="shared prefix"
+                value=shared_prefix_tokens, min=0, max=32768, step=1, description="shared prefix"
             ),
             "hit_rate": W.FloatSlider(
                 value=hit_rate, min=0, max=1, step=0.05, description="hit rate"
