@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from llminfer.bench.results import write_log
 from llminfer.deployment import Deployment, simulate_deployment
 from llminfer.simulate import EngineConfig, SimResult, simulate
 from llminfer.workload import Empirical, LogNormal, Uniform, Workload
@@ -29,6 +30,11 @@ CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
 V0_ENGINE = EngineConfig(
     chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
 )
+#: The V0-like engine serving long prompts: without chunked prefill vLLM V0 sets
+#: ``max_num_batched_tokens = max(max_model_len, 2048)`` (``SchedulerConfig.__post_init__`` in
+#: ``vllm/config.py``, v0.6–v0.8), so a prompt always fits one step; here a server started with
+#: ``--max-model-len 32768``.
+LONG_V0_ENGINE = replace(V0_ENGINE, max_num_batched_tokens=32768)
 #: A vLLM-V1-like engine: chunked prefill on with a 2,048-token step budget.
 V1_ENGINE = EngineConfig(
     chunked_prefill=True, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=2048
@@ -67,7 +73,9 @@ class CaseStudy:
     """One simulated service: its story, workload, deployment, the cause ``diagnose`` should
     name (``expected``, one of ``llminfer.findings.CAUSES`` or None for a healthy service), and
     the change that cures it (``fix``: fields of ``Deployment`` to replace, with
-    ``fix_description``). Every deployment spells out its ``EngineConfig``.
+    ``fix_description``). Every deployment spells out its ``EngineConfig``. ``token_times``:
+    the log keeps the simulator's per-token times (``token_ts``), so ITL and stalls can be
+    measured; off for the large cases, whose files would grow from tens of kB to megabytes.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -79,6 +87,7 @@ class CaseStudy:
     expected: str | None
     fix: dict = field(default_factory=dict)
     fix_description: str = ""
+    token_times: bool = False
 
     @property
     def fixed_deployment(self) -> Deployment:
@@ -102,8 +111,12 @@ class CaseStudy:
 
     def requests(self, deployment: Deployment | None = None) -> pd.DataFrame:
         """The request log of this workload on ``deployment`` (default: as found), on as many
-        replicas as it has (``llminfer.deployment.simulate_deployment``)."""
-        return simulate_deployment(self.workload, deployment or self.deployment)
+        replicas as it has (``llminfer.deployment.simulate_deployment``); ``token_ts`` only
+        when the case keeps ``token_times``."""
+        table = simulate_deployment(self.workload, deployment or self.deployment)
+        if not self.token_times:
+            table = table.drop(columns=["token_ts", "chunk_tokens"], errors="ignore")
+        return table
 
     @property
     def data_file(self) -> str:
@@ -141,7 +154,8 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         ),
         CaseStudy(
             "long_prompts",
-            "Document question answering: 6k–32k-token prompts, one request every 2 s.",
+            "Document question answering: 6k–32k-token prompts, one request every 2 s, on one "
+            "H100 (no chunked prefill, --max-model-len 32768).",
             Workload(
                 200,
                 rate=0.5,
@@ -149,11 +163,14 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(128, 0.5, 8, 1024),
                 seed=3,
             ),
-            Deployment(engine=V0_ENGINE),
+            Deployment(engine=LONG_V0_ENGINE),
             expected="too_slow",
-            fix={"n_gpus": 4},
-            fix_description="split the model over four H100s (n_gpus=4): prefill FLOPs per GPU "
-            "fall fourfold",
+            fix={"n_gpus": 4, "kv_dtype": "fp8"},
+            fix_description="four H100s with tensor parallelism (n_gpus=4: prefill FLOPs per GPU "
+            "fall fourfold) and an FP8 KV cache (kv_dtype='fp8': each decode step at 32k tokens of "
+            "context reads half the KV bytes; TP = 4 alone leaves TPOT p90 at ~23 ms, because "
+            "attention over a long context with 8 heads per GPU keeps few SMs busy)",
+            token_times=True,
         ),
         CaseStudy(
             "kv_exhausted",
@@ -174,20 +191,25 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         ),
         CaseStudy(
             "prefill_interference",
-            "A chat service where 20 % of requests paste a 10k-token document: 3 requests/s, "
-            "short answers, chunked prefill off.",
+            "A chat service where 30 % of requests paste an 8k-token document: 3 requests/s, "
+            "short answers (32 tokens), chunked prefill off (V0-like engine).",
             Workload(
                 800,
                 rate=3,
-                prompt_tokens=Empirical((10000,) * 2 + (200,) * 8),
-                output_tokens=LogNormal(48, 0.3, 16, 1024),
+                prompt_tokens=Empirical((8000,) * 3 + (200,) * 7),
+                output_tokens=LogNormal(32, 0.3, 16, 1024),
                 seed=5,
             ),
-            Deployment(engine=V0_ENGINE),
+            Deployment(engine=LONG_V0_ENGINE),
             expected="interference",
-            fix={"engine": replace(V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=512)},
-            fix_description="turn on chunked prefill with a 512-token step budget, so long "
-            "prompts are split and decodes keep running between the chunks",
+            fix={
+                "engine": replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
+            },
+            fix_description="turn on chunked prefill with a 384-token step budget, so a document "
+            "is split over ~21 steps and decodes keep running between the chunks (the stalls go; "
+            "each chunk still costs its compute, so a smaller budget trades the documents' TTFT "
+            "for smoother decoding)",
+            token_times=True,
         ),
         CaseStudy(
             "head_of_line",
@@ -206,6 +228,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             fix_description="four H100s with tensor parallelism (n_gpus=4): each long prefill, "
             "and so the wait behind it, shrinks about fourfold (routing long prompts to their "
             "own replica would also do)",
+            token_times=True,
         ),
         CaseStudy(
             "busy",
@@ -263,7 +286,8 @@ def write_case_logs(directory: str | Path) -> list[Path]:
     """Simulate every case study as found and write ``case_<name>.csv`` into ``directory``
     (several replicas: one log, with a ``replica`` column).
 
-    Times are written to the microsecond, which is far finer than any rule in ``diagnose``.
+    Times (``token_ts`` too, space-separated) are written to the microsecond, far finer than
+    any rule in ``diagnose`` (``llminfer.bench.results.write_log``).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -271,8 +295,5 @@ def write_case_logs(directory: str | Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for case in CASE_STUDIES.values():
-        requests = case.requests()
-        path = directory / case.data_file
-        requests.to_csv(path, index=False, float_format="%.6f")
-        paths.append(path)
+        paths.append(write_log(case.requests(), directory / case.data_file))
     return paths

@@ -32,10 +32,11 @@ from llminfer.findings import CAUSES, CHAPTER, QUESTION, STEPS, Diagnosis, Findi
 from llminfer.hardware import GPU
 from llminfer.latency import estimate_latency
 from llminfer.logs import RequestLog
-from llminfer.metrics import request_metrics
+from llminfer.metrics import STALL_FACTOR, request_metrics
 from llminfer.models import Model
 from llminfer.scrape import ServerMetrics, combine
 from llminfer.signals import (
+    decode_stalls,
     decoding_together,
     overlapping_prefill_tokens,
     rank_correlation,
@@ -77,6 +78,13 @@ FLOOR_MULTIPLE = 3.0
 #: Interference needs the slow requests to have overlapped at least this multiple of the
 #: median request's prefill work (tokens/s during decode); below it, prefill is just load.
 PREFILL_CONCENTRATION = 1.5
+#: With per-token times (``token_ts``), interference is measured, not fitted: TPOT misses
+#: because of stalls (gaps > ``metrics.STALL_FACTOR`` × the median gap) when replacing every
+#: stall by a median gap removes at least ``STALL_SHARE_OF_MISS`` of TPOT p90's excess over the
+#: target, and at least ``STALLS_IN_PREFILL_SHARE`` of the stalls ran while another request's
+#: prefill did.
+STALL_SHARE_OF_MISS = 0.5
+STALLS_IN_PREFILL_SHARE = 0.5
 #: Requests with fewer requests ahead of them than this count as having arrived to no queue.
 ALONE_MIN = 10
 #: The quietest requests of a log count as "low load" only when the batch adds at most this
@@ -134,6 +142,8 @@ class _Run:
         self.ahead_count, self.ahead_tokens = ahead_count[ok], ahead_tokens[ok]
         self.queue = self.good["queue_s"].to_numpy(float) if "queue_s" in self.good else None
         self.own = self._own_prefill()
+        stalls = decode_stalls(self.log.requests, m, STALL_FACTOR)
+        self.stalls = None if stalls is None else stalls[ok]
 
     @property
     def deployment_known(self) -> bool:
@@ -570,6 +580,8 @@ def _decode(run: _Run) -> Finding:
         "low_load_tpot_s": _p(tpot[quiet], 50),
         "low_load_decoding": _p(d[quiet], 50),
     }
+    if run.stalls is not None:
+        evidence.update(_stall_evidence(run))
     if run.deployment_known:
         context = int(_p(run.prompts, 50) + 1)
         outputs = max(2, int(_p(run.good["output_tokens"].to_numpy(float), 50)))
@@ -643,6 +655,8 @@ def _decode(run: _Run) -> Finding:
             suggestions=run.suggestions("too_slow", "tpot"),
             **common,
         )
+    if run.stalls is not None:
+        return _decode_from_stalls(run, evidence, common)
     slow = tpot > target
     # What sets the slow requests apart from the median request: a bigger batch, or more
     # prefill work during their decode? Load raises both for everyone; interference is prefill
@@ -691,6 +705,61 @@ def _decode(run: _Run) -> Finding:
         f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target under "
         f"load but not at low load: {reason} — more load than one replica serves within the "
         "TPOT target",
+        cause="overload",
+        suggestions=run.suggestions("overload", "tpot"),
+        **common,
+    )
+
+
+def _stall_evidence(run: _Run) -> dict[str, Any]:
+    """ITL and stall figures of the successful requests (seconds), from ``token_ts``."""
+    st = run.stalls
+    n = int(st["n_stalls"].sum())
+    return {
+        "itl_s_p50": st.attrs["median_gap_s"],
+        "itl_s_p99": st.attrs["p99_gap_s"],
+        "stalls": n,
+        "stalls_in_prefill_share": float(st["stalls_in_prefill"].sum() / n) if n else 0.0,
+        "stalled_requests_share": float((st["n_stalls"] > 0).mean()),
+        "tpot_p90_without_stalls_s": _p(st["tpot_without_stalls_s"].to_numpy(float), 90),
+    }
+
+
+def _decode_from_stalls(run: _Run, evidence: dict, common: dict) -> Finding:
+    """TPOT misses under load: interference when the stalls in the token streams — gaps during
+    other requests' prefills — are what push TPOT over its target, overload otherwise."""
+    target = run.slo["tpot_s"]
+    smooth = evidence["tpot_p90_without_stalls_s"]
+    share = evidence["stalls_in_prefill_share"]
+    stalls = (
+        f"{evidence['stalls']:,} stalls (gaps > {STALL_FACTOR:g}× the median gap of "
+        f"{evidence['itl_s_p50'] * 1e3:.3g} ms; ITL p99 {evidence['itl_s_p99'] * 1e3:.3g} ms), "
+        f"{share:.0%} of them while another request's prefill ran"
+    )
+    of_miss = (run.tpot_p90 - smooth) / (run.tpot_p90 - target)
+    evidence["stall_share_of_miss"] = of_miss
+    if of_miss >= STALL_SHARE_OF_MISS and share >= STALLS_IN_PREFILL_SHARE:
+        return Finding(
+            "decode",
+            "problem",
+            evidence,
+            f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
+            f"because of {stalls}; with each stall a median gap TPOT p90 would be "
+            f"{smooth * 1e3:.3g} ms ({of_miss:.0%} of the miss is stalls) — long prefills stall "
+            "the decode steps they share",
+            cause="interference",
+            suggestions=run.suggestions("interference"),
+            **common,
+        )
+    return Finding(
+        "decode",
+        "problem",
+        evidence,
+        f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target under load "
+        f"but not at low load, and mostly not because of stalls: with each of the {stalls} a "
+        f"median gap TPOT p90 would still be {smooth * 1e3:.3g} ms; requests decode "
+        f"{evidence['decoding_together_p50']:.0f} together at the median — more load than one "
+        "replica serves within the TPOT target",
         cause="overload",
         suggestions=run.suggestions("overload", "tpot"),
         **common,
@@ -877,10 +946,14 @@ def procedure_table() -> pd.DataFrame:
             MIN_REQUESTS,
         ),
         "decode": (
-            "TPOT at low load; TPOT ≈ a + b·decoding together + c·overlapping prefill tokens",
-            "too_slow if the low-load TPOT misses; else interference when the slow requests "
-            f"overlapped ≥ {PREFILL_CONCENTRATION:g}× the median request's prefill work and it "
-            "adds more to their TPOT than their bigger batch, overload otherwise",
+            "TPOT at low load; ITL p50/p99 and stalls in the token streams (token_ts); else TPOT "
+            "≈ a + b·decoding together + c·overlapping prefill tokens",
+            "too_slow if the low-load TPOT misses; else interference — with token_ts: when "
+            f"stalls (gaps > {STALL_FACTOR:g}× the median) make ≥ {STALL_SHARE_OF_MISS:.0%} of "
+            f"TPOT p90's miss and ≥ {STALLS_IN_PREFILL_SHARE:.0%} of them ran during another "
+            "request's prefill; without: when the slow requests overlapped ≥ "
+            f"{PREFILL_CONCENTRATION:g}× the median request's prefill work and it adds more to "
+            "their TPOT than their bigger batch — overload otherwise",
             MIN_REQUESTS,
         ),
         "saturation": (

@@ -310,3 +310,66 @@ def time_windows(m: pd.DataFrame, ok: np.ndarray, slo: dict[str, float]) -> pd.D
 def _p90(values: np.ndarray) -> float:
     values = values[np.isfinite(values)]
     return float(np.percentile(values, 90)) if values.size else float("nan")
+
+
+def decode_stalls(requests: pd.DataFrame, m: pd.DataFrame, factor: float) -> pd.DataFrame | None:
+    """Stalls in each request's token stream, from ``token_ts`` (None when the log has none).
+
+    A stall is a gap between consecutive chunks longer than ``factor`` × the median gap of the
+    successful requests (pooled, as ``llminfer.metrics.chunk_itl``). Columns, one row per
+    request: ``n_stalls``; ``stall_s`` (seconds the stalls lasted beyond a median gap each);
+    ``stalls_in_prefill`` (stalls during which another request's prefill ran — its interval
+    ``scheduled_ts`` (or first token) → first token overlaps the gap); ``tpot_without_stalls_s``
+    (TPOT had every stall been a median gap, seconds). ``m`` is ``request_metrics`` of the same
+    rows. The median and p99 gap (s) are in ``attrs["median_gap_s"]``, ``attrs["p99_gap_s"]``.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    if "token_ts" not in requests.columns:
+        return None
+    cells = requests["token_ts"].to_numpy(dtype=object)
+    ok = (m["status"] == "ok").to_numpy()
+    arrays = [
+        np.asarray(c, float) if good and c is not None and not np.isscalar(c) else np.empty(0)
+        for c, good in zip(cells, ok, strict=True)
+    ]
+    lengths = np.array([a.size for a in arrays])
+    if (lengths > 1).sum() == 0:
+        return None
+    flat = np.concatenate(arrays)
+    owner = np.repeat(np.arange(len(arrays)), lengths)
+    inside = owner[1:] == owner[:-1]
+    t0, t1, gap_owner = flat[:-1][inside], flat[1:][inside], owner[1:][inside]
+    gaps = t1 - t0
+    median = float(np.median(gaps))
+    stall = gaps > factor * median
+    # Prefill intervals [s_j, f_j] overlapping the gap (t0, t1): s_j ≤ t1 and f_j > t0, counted
+    # as #(s ≤ t1) − #(f ≤ t0) (an interval with f ≤ t0 also has s ≤ t1). A request's own
+    # prefill ends at its first token, at or before t0: it cancels out.
+    f = (m["start_ts"] + m["ttft_s"]).to_numpy(float)
+    s = waiting_end(m)
+    keep = np.isfinite(f) & np.isfinite(s)
+    s_sorted, f_sorted = np.sort(s[keep]), np.sort(f[keep])
+    t0s, t1s = t0[stall], t1[stall]
+    prefilling = np.searchsorted(s_sorted, t1s, side="right") - np.searchsorted(
+        f_sorted, t0s, side="right"
+    )
+    n = len(arrays)
+    n_stalls = np.bincount(gap_owner[stall], minlength=n)
+    excess = np.bincount(gap_owner[stall], weights=gaps[stall] - median, minlength=n)
+    in_prefill = np.bincount(gap_owner[stall], weights=(prefilling > 0), minlength=n)
+    tokens = m["output_tokens"].to_numpy(float)
+    decode = m["decode_s"].to_numpy(float)
+    tpot = np.divide(decode - excess, tokens - 1, out=np.full(n, np.nan), where=(tokens > 1) & ok)
+    out = pd.DataFrame(
+        {
+            "n_stalls": n_stalls,
+            "stall_s": excess,
+            "stalls_in_prefill": in_prefill.astype(int),
+            "tpot_without_stalls_s": tpot,
+        },
+        index=m.index,
+    )
+    out.attrs["median_gap_s"] = median
+    out.attrs["p99_gap_s"] = float(np.percentile(gaps, 99))
+    return out
