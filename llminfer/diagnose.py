@@ -745,8 +745,13 @@ def _decode_from_stalls(run: _Run, evidence: dict, common: dict) -> Finding:
             evidence,
             f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
             f"because of {stalls}; with each stall a median gap TPOT p90 would be "
-            f"{smooth * 1e3:.3g} ms ({of_miss:.0%} of the miss is stalls) — long prefills stall "
-            "the decode steps they share",
+            f"{smooth * 1e3:.3g} ms ("
+            + (
+                "the stalls alone make the whole miss"
+                if of_miss >= 1
+                else f"{of_miss:.0%} of the miss is stalls"
+            )
+            + ") — long prefills stall the decode steps they share",
             cause="interference",
             suggestions=run.suggestions("interference"),
             **common,
