@@ -7,6 +7,7 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 # Like simulate(), diagnose() stays in its module (llminfer.diagnose) so the name keeps
 # meaning the module; its report types are re-exported.
 from llminfer.calibration import calibrate, compare_measurements, read_measurements
+from llminfer.definitions import compare_definitions
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
@@ -25,13 +26,7 @@ from llminfer.memory import (
     plan_memory,
     weight_bytes,
 )
-from llminfer.metrics import (
-    Summary,
-    compare_definitions,
-    percentile,
-    request_metrics,
-    summarize,
-)
+from llminfer.metrics import Summary, percentile, request_metrics, summarize
 from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.quantiles import select_percentiles
