@@ -126,7 +126,7 @@ def test_the_suggested_change_cures_the_case(name):
 def test_case_study_files_are_what_the_seeds_produce():
     for case in CASE_STUDIES.values():
         stored = pd.read_csv(DATA / case.data_file)
-        fresh = case.requests()
+        fresh = case.requests().drop(columns=["token_ts"])  # not written to the CSVs
         assert list(stored.columns) == list(fresh.columns)
         for column in ["start_ts", "scheduled_ts", "first_token_ts", "end_ts"]:
             np.testing.assert_allclose(stored[column], fresh[column], atol=1e-6)
