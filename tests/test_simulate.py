@@ -525,6 +525,11 @@ def test_itl_pools_the_gaps_that_make_up_tpot():
     stats = itl_stats(result.log)
     assert stats["itl_s_mean"] == pytest.approx(gaps.mean(), rel=1e-9)
     assert stats["itl_s_p99"] == pytest.approx(np.percentile(gaps, 99), rel=1e-9)
+    # summarize reads the same token times as it would a real streamed log
+    summary = result.summary().to_dict()
+    for key in ("itl_s_mean", "itl_s_p50", "itl_s_p99"):
+        assert summary[key] == pytest.approx(stats[key], rel=1e-9)
+    assert summary["itl_s_max"] == pytest.approx(gaps.max(), rel=1e-9)
     # one request alone: every gap is one decode step, so ITL = TPOT = estimate_latency's TPOT
     alone = simulate(Workload(1, rate=1.0, prompt_tokens=512, output_tokens=64), LLAMA8, H100)
     gaps = np.diff(alone.requests.token_ts[0])

@@ -306,8 +306,8 @@ def test_speculation_stops_paying_at_large_batch():
     table = T.speculative_batch_table(
         LLAMA8, H100, alpha=0.6, gamma=4, batches=(1, 64, 512, 1024), context_tokens=256
     ).set_index("batch")
-    assert table.loc[1, "verify_over_decode"] == pytest.approx(1, abs=0.01)
-    assert table.loc[1, "speedup"] == pytest.approx(T.speculative_speedup(0.6, 4, 0.05), rel=0.01)
+    assert table.loc[1, "verify_over_decode"] == pytest.approx(1, abs=0.02)
+    assert table.loc[1, "speedup"] == pytest.approx(T.speculative_speedup(0.6, 4, 0.05), rel=0.02)
     assert table["speedup"].is_monotonic_decreasing
     assert table["verify_over_decode"].is_monotonic_increasing
     assert table.loc[1024, "verify_over_decode"] <= 5 + 1e-9  # at most gamma + 1 decode steps
