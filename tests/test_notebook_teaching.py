@@ -29,13 +29,16 @@ def _source(cell: dict) -> str:
 
 
 def _table_rows(markdown: str) -> list[list[str]]:
-    rows = []
+    """The rows of the first Markdown table in ``markdown`` (the glossary)."""
+    rows: list[list[str]] = []
     for line in markdown.splitlines():
         line = line.strip()
         if line.startswith("|") and line.endswith("|"):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if not all(set(c) <= set("-: ") for c in cells):  # skip the |---| separator
                 rows.append(cells)
+        elif rows:
+            break
     return rows
 
 
