@@ -79,15 +79,23 @@ def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
 
 
 def accounting(run: BenchRun) -> dict[str, int]:
-    """``sent``, ``ok``, ``failed`` (measured requests) and ``warmup``; raises RuntimeError if
-    ``sent != ok + failed`` — a request lost by the client would be a bug, never a result.
+    """``sent``, ``ok``, ``failed``, ``unfinished`` (measured requests still in flight when the
+    run was interrupted) and ``warmup``; raises RuntimeError unless ``sent = ok + failed +
+    unfinished`` — a request lost by the client would be a bug, never a result.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    unfinished = sum(r.unfinished for r in run.records)
     ok = sum(r.ok for r in run.records)
-    failed = sum(not r.ok for r in run.records)
-    counts = {"sent": len(run.records), "ok": ok, "failed": failed, "warmup": len(run.warmup)}
-    if counts["sent"] != ok + failed:
+    failed = sum(not r.ok and not r.unfinished for r in run.records)
+    counts = {
+        "sent": len(run.records),
+        "ok": ok,
+        "failed": failed,
+        "unfinished": unfinished,
+        "warmup": len(run.warmup),
+    }
+    if counts["sent"] != ok + failed + unfinished:
         raise RuntimeError(f"request accounting broken: {counts}")
     return counts
 
@@ -117,13 +125,16 @@ def write_log(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def warmup_path(path: str | Path) -> Path:
-    """Where the warm-up requests of a log at ``path`` go: ``NAME.warmup.csv`` beside it.
+def warmup_path(path: str | Path, part: str = "warmup") -> Path:
+    """Where the requests kept apart from a log at ``path`` go: ``NAME.warmup.csv`` (warm-up)
+    or ``NAME.unfinished.csv`` (``part="unfinished"``: in flight when the run was interrupted).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    if part not in ("warmup", "unfinished"):
+        raise ValueError(f"part={part!r} must be 'warmup' or 'unfinished'")
     path = Path(path)
-    return path.with_name(path.stem + ".warmup" + (path.suffix or ".csv"))
+    return path.with_name(f"{path.stem}.{part}{path.suffix or '.csv'}")
 
 
 def decode_tps(frame: pd.DataFrame) -> float:
