@@ -157,10 +157,15 @@ def sweep_server(
     concurrencies=None,
     rates=None,
     percentiles=(50, 90, 99),
+    requests_per_user: int | None = None,
     **bench_kwargs,
 ) -> tuple[pd.DataFrame, dict]:
     """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
     same workload otherwise — the measured twin of ``llminfer.simulate.sweep``.
+
+    ``requests_per_user`` (closed loop only): send at least that many requests per user at
+    each concurrency, ``max(workload.n_requests, requests_per_user × C)``, so a high load is
+    not over before every user has queued behind the others once.
 
     Returns (table, logs): one table row per load with the load column, ``failed``,
     ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
@@ -176,11 +181,22 @@ def sweep_server(
     if (rates is None) == (concurrencies is None):
         raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
     kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    if requests_per_user is not None:
+        if kind != "concurrency":
+            raise ValueError("requests_per_user applies to concurrencies (closed loop) only")
+        if (
+            isinstance(requests_per_user, bool)
+            or not isinstance(requests_per_user, int)
+            or requests_per_user < 1
+        ):
+            raise ValueError(f"requests_per_user={requests_per_user!r} must be an integer >= 1")
     rows, logs = [], {}
     for value in values:
         point = replace(
             workload, **{kind: value, ("concurrency" if kind == "rate" else "rate"): None}
         )
+        if requests_per_user is not None:
+            point = replace(point, n_requests=max(workload.n_requests, requests_per_user * value))
         run = bench(url, point, model, **bench_kwargs)
         frame = records_frame(run.records)
         counts = accounting(run)
