@@ -8,7 +8,7 @@ the command line.
 Why aiohttp (measured, ``python benchmarks/bench_client.py``: 64 concurrent streams × 50 chunks
 every 20 ms from a stub in its own process, aiohttp and httpx interleaved in one run, the same
 SSE parser, the clock read right after each network read): on the shared 2-core development
-machine at load average 6.4–9.0 (two runs, 2025 session of issue 14), aiohttp cost 51–133 µs
+machine at load average 6.4–9.0 (two runs of the benchmark), aiohttp cost 51–133 µs
 of client CPU per chunk and httpx (``AsyncClient.stream``/``aiter_raw``) 91–184 µs; aiohttp's
 timestamps were within 0.2–28 ms of the stub's writes at the median, httpx's 43–588 ms late
 (its streams fall behind when 64 share one loop). aiohttp met the 2 ms p99 target in one of
