@@ -74,7 +74,8 @@ def test_chat_stream_with_every_quirk_is_read_exactly():
         (0.0, sse({"choices": [], "usage": USAGE})),  # usage-only last chunk
         (0.0, sse("[DONE]")),
     ]
-    run, frame = run_stub(pieces, chat=True)
+    # relative pacing: every gap at least 10 ms at the stub, however busy the machine
+    run, frame = run_stub(Reply(pieces=pieces, relative=True), chat=True)
     assert accounting(run) == {"sent": 3, "ok": 3, "failed": 0, "unfinished": 0, "warmup": 0}
     assert (frame["output_tokens"] == 3).all() and (frame["input_tokens"] == 7).all()
     assert (frame["output_tokens_from"] == "usage").all()
@@ -173,7 +174,10 @@ def test_open_loop_sends_at_the_workload_arrival_times():
         run = bench(stub.url, workload, "stub")
     sent = np.array([r.start_ts for r in run.records])
     planned = workload.requests()["arrival_s"].to_numpy()
-    assert np.abs(sent - planned).max() < 0.05
+    late = sent - planned
+    # never early; on time but for the machine's own stalls (a busy 2-core CI machine can
+    # hold a process back by a few hundred ms, so the bound on the worst case is loose)
+    assert late.min() > -1e-3 and np.median(late) < 0.02 and late.max() < 0.5, late
 
 
 def test_bad_arguments_raise_value_errors():

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 class Reply:
     """What the stub answers: ``status`` and ``body`` for a plain reply, or ``pieces`` —
     (delay_s, bytes) sent one after another on a streamed 200 — and ``cut`` to drop the
-    connection after the last piece instead of ending the response.
+    connection after the last piece instead of ending the response. ``relative=True`` sleeps
+    each delay after the previous write (gaps of at least the delay, however late a write was)
+    instead of keeping the absolute schedule.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -35,6 +37,7 @@ class Reply:
     body: str = ""
     pieces: list[tuple[float, bytes]] = field(default_factory=list)
     cut: bool = False
+    relative: bool = False
 
 
 def sse(payload: dict | str) -> bytes:
@@ -75,7 +78,7 @@ def make_stub_app(script: Callable[[dict], Reply], sent: dict | None = None):
         times = [] if sent is None else sent.setdefault(str(body.get("prompt")), [])
         clock, due = time.perf_counter, time.perf_counter()
         for delay, piece in reply.pieces:
-            due += delay
+            due = (clock() if reply.relative else due) + delay
             wait = due - clock()
             if wait > 0:
                 await asyncio.sleep(wait)
