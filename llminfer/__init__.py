@@ -6,11 +6,13 @@ only with ``llminfer.plots`` and ``llminfer.widgets``.
 
 # Like simulate(), diagnose() stays in its module (llminfer.diagnose) so the name keeps
 # meaning the module; its report types are re-exported.
+from llminfer.calibration import calibrate, compare_measurements, read_measurements
+from llminfer.definitions import compare_definitions
 from llminfer.findings import Diagnosis, Finding
 from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
 from llminfer.importers import ToolSummary, read_summary
-from llminfer.latency import Estimate, estimate_latency
+from llminfer.latency import Estimate, estimate_latency, feasibility
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.logsets import GroupedSummary
 from llminfer.logstream import summarize_stream
@@ -24,13 +26,7 @@ from llminfer.memory import (
     plan_memory,
     weight_bytes,
 )
-from llminfer.metrics import (
-    Summary,
-    compare_definitions,
-    percentile,
-    request_metrics,
-    summarize,
-)
+from llminfer.metrics import Summary, percentile, request_metrics, summarize
 from llminfer.models import Model, check_tensor_parallel, tensor_parallel_sizes
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.quantiles import select_percentiles
@@ -49,12 +45,14 @@ from llminfer.roofline import (
 # submodule, so `from llminfer import simulate` always gives the module.
 from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, sweep
 from llminfer.sql import METRICS_SQL, run_metrics_sql
+from llminfer.steptime import DEFAULT_STEP_MODEL, StepModel
 from llminfer.units import bytes_per_element, format_bytes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ARTICLE_COLUMNS",
+    "DEFAULT_STEP_MODEL",
     "GPU",
     "METRICS_SQL",
     "Cost",
@@ -67,6 +65,7 @@ __all__ = [
     "Model",
     "RequestLog",
     "SimResult",
+    "StepModel",
     "StepTimer",
     "Summary",
     "ToolSummary",
@@ -76,9 +75,12 @@ __all__ = [
     "attention_hbm_bytes",
     "bound",
     "bytes_per_element",
+    "calibrate",
     "check_tensor_parallel",
     "compare_definitions",
+    "compare_measurements",
     "estimate_latency",
+    "feasibility",
     "format_bytes",
     "get_gpu",
     "get_model",
@@ -93,6 +95,7 @@ __all__ = [
     "measure_machine",
     "percentile",
     "plan_memory",
+    "read_measurements",
     "read_requests",
     "read_summary",
     "request_metrics",

@@ -26,11 +26,12 @@ from pathlib import Path
 import pandas as pd
 
 from llminfer.bench.run import register_bench
-from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
+from llminfer.logs import FORMATS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
 from llminfer.models import check_tensor_parallel
 from llminfer.serve.run import register_serve
 from llminfer.units import DTYPE_BYTES
+from llminfer.validation import TIME_UNITS
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
 _SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6, None: 1.0}

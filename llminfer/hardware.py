@@ -12,10 +12,14 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from llminfer.units import GiB, MiB, check_dtype
+
+if TYPE_CHECKING:
+    from llminfer.steptime import StepModel
 
 #: The compute formats a GPU may list a dense peak for; fp32 is the non-tensor rate.
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4", "fp32")
@@ -37,6 +41,9 @@ class GPU:
       direction**, None without one. ``pcie_bandwidth``: host link, bytes/s per direction.
     - ``sm_count``: streaming multiprocessors (AMD: compute units); ``shared_memory_per_sm``:
       the on-chip SRAM one SM can give a kernel as shared memory, bytes. Both None when unknown.
+    - ``step_model``: the realistic step-time constants measured on this chip
+      (``llminfer.steptime.StepModel``, e.g. from ``llminfer.calibration``); None uses
+      ``DEFAULT_STEP_MODEL``.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
@@ -56,6 +63,7 @@ class GPU:
     shared_memory_per_sm: float | None = None
     marketed_memory_bytes: float | None = field(default=None, compare=False)
     source: str = field(default="custom", compare=False)
+    step_model: StepModel | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -71,6 +79,10 @@ class GPU:
         self._check_optional_positive("sm_count")
         self._check_optional_positive("shared_memory_per_sm")
         self._check_optional_positive("marketed_memory_bytes")
+        from llminfer.steptime import StepModel  # here: steptime needs this module first
+
+        if self.step_model is not None and not isinstance(self.step_model, StepModel):
+            raise ValueError(f"step_model={self.step_model!r} must be a StepModel or None")
 
     def _check_optional_positive(self, name: str) -> None:
         value = getattr(self, name)

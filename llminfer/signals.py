@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs import RequestLog
-from llminfer.metrics import in_flight
+from llminfer.timeline import in_flight
 
 #: Fewer pairs than this and a correlation is not evidence of anything.
 MIN_CORRELATION_PAIRS = 20

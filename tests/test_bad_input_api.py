@@ -10,8 +10,9 @@ import pytest
 
 from llminfer import memory
 from llminfer.logfile import record_lines
-from llminfer.logs import TIME_UNIT_RULE, BadRowsError, LogError, read_requests
+from llminfer.logs import BadRowsError, LogError, read_requests
 from llminfer.presets import get_gpu, get_model
+from llminfer.validation import TIME_UNIT_RULE
 
 
 def _frame(**changes) -> pd.DataFrame:
