@@ -79,6 +79,13 @@ FLOOR_MULTIPLE = 3.0
 PREFILL_CONCENTRATION = 1.5
 #: Requests with fewer requests ahead of them than this count as having arrived to no queue.
 ALONE_MIN = 10
+#: The quietest requests of a log count as "low load" only when the batch adds at most this
+#: share of their TPOT (the fitted per-request TPOT cost × their batch). A log served at a
+#: steady heavy load has no quiet requests: its quietest tenth may still decode 80 together,
+#: and with realistic step times (fixed per-layer costs, KV reads per request) their TPOT
+#: says nothing about a request alone. ``diagnose`` then asks what one request alone would
+#: take: the step-time estimate when the deployment is known, else the fit extrapolated.
+LOW_LOAD_BATCH_SHARE = 0.25
 
 
 def _p(values: np.ndarray, q: float) -> float:
@@ -587,7 +594,31 @@ def _decode(run: _Run) -> Finding:
             f"TPOT p90 {run.tpot_p90 * 1e3:.3g} ms meets its {target * 1e3:g} ms target",
             **common,
         )
-    if evidence["low_load_tpot_s"] > target:
+    a, b, c = _fit_tpot(tpot, d, p)
+    batch_share = b * evidence["low_load_decoding"] / max(evidence["low_load_tpot_s"], 1e-12)
+    evidence["low_load_batch_share"] = batch_share
+    low_load_seen = batch_share <= LOW_LOAD_BATCH_SHARE
+    alone_misses = evidence["low_load_tpot_s"] > target
+    if alone_misses and not low_load_seen:
+        # No request ran at low load: estimate one request alone instead.
+        if run.deployment_known:
+            alone = estimate_latency(
+                run.model,
+                run.gpu,
+                min(context, run.model.max_context - outputs),
+                outputs,
+                batch=1,
+                weight_dtype=run.weight_dtype,
+                kv_dtype=run.kv_dtype,
+                n_gpus=run.n_gpus,
+            ).tpot_s
+            how = "the step-time estimate for one request alone"
+        else:
+            alone = max(a + b, 0.0)
+            how = "TPOT against requests decoding together, extrapolated to one"
+        evidence["alone_tpot_s"] = alone
+        alone_misses = alone > target
+    if alone_misses:
         vs_floor = ""
         if "low_load_tpot_over_floor" in evidence:
             ratio = evidence["low_load_tpot_over_floor"]
@@ -601,13 +632,17 @@ def _decode(run: _Run) -> Finding:
             "problem",
             evidence,
             f"TPOT misses its {target * 1e3:g} ms target even at low load: "
-            f"{evidence['low_load_tpot_s'] * 1e3:.3g} ms with "
-            f"{evidence['low_load_decoding']:.1f} requests decoding together{vs_floor}",
+            + (
+                f"{evidence['low_load_tpot_s'] * 1e3:.3g} ms with "
+                f"{evidence['low_load_decoding']:.1f} requests decoding together{vs_floor}"
+                if low_load_seen
+                else f"no request ran at low load, and {how} is "
+                f"{evidence['alone_tpot_s'] * 1e3:.3g} ms"
+            ),
             cause="too_slow",
             suggestions=run.suggestions("too_slow", "tpot"),
             **common,
         )
-    _, b, c = _fit_tpot(tpot, d, p)
     slow = tpot > target
     # What sets the slow requests apart from the median request: a bigger batch, or more
     # prefill work during their decode? Load raises both for everyone; interference is prefill
@@ -638,10 +673,16 @@ def _decode(run: _Run) -> Finding:
             suggestions=run.suggestions("interference"),
             **common,
         )
+    alone_note = (
+        f"; one request alone would take ≈ {evidence['alone_tpot_s'] * 1e3:.3g} ms"
+        if "alone_tpot_s" in evidence
+        else ""
+    )
     reason = (
         f"the slow requests decoded {evidence['slow_decoding_together_p50']:.0f} together "
-        f"(the quietest {evidence['low_load_decoding']:.1f}) and every decode shares its steps "
-        f"with the prompts that keep arriving ({_p(p, 50):,.0f} prompt tokens/s at the median)"
+        f"(the quietest {evidence['low_load_decoding']:.1f}{alone_note}) and every decode "
+        "shares its steps with the prompts that keep arriving "
+        f"({_p(p, 50):,.0f} prompt tokens/s at the median)"
     )
     return Finding(
         "decode",

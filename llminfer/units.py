@@ -82,13 +82,49 @@ def format_bytes(n: float, binary: bool = True, decimals: int | None = None) -> 
 def format_duration(seconds: float) -> str:
     """Format a duration in seconds as µs, ms or s with three significant figures.
 
+    From 1,000 s up the value is a whole number of seconds with thousands separators
+    (``"10,900 s"``), never exponent notation.
+
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     if not isinstance(seconds, (int, float)) or math.isnan(seconds):
         raise ValueError(f"seconds={seconds!r} must be a number")
     magnitude = abs(seconds)
+    if magnitude >= 1000:  # "10,900 s", never "1.09e+04 s"
+        return f"{seconds:,.0f} s"
     if magnitude >= 1:
         return f"{seconds:.3g} s"
     if magnitude >= 1e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
+
+
+#: Display units for durations: name and how many of them make one second.
+DURATION_UNITS: dict[str, float] = {"µs": 1e6, "ms": 1e3, "s": 1.0}
+
+
+def duration_unit(values_s) -> tuple[str, float]:
+    """The one unit to show a set of durations in, and the factor from seconds to it.
+
+    Chosen by the median's magnitude, so a whole quantity (every TTFT of a log, every TPOT)
+    gets one unit: median ≥ 1 s → ``("s", 1.0)``, ≥ 1 ms → ``("ms", 1e3)``, else
+    ``("µs", 1e6)``. NaN values are ignored; an empty set or all-NaN gives seconds.
+    ``values_s``: a number or an array-like of durations in seconds.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    import numpy as np
+
+    try:
+        array = np.asarray(values_s, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"values_s={values_s!r} must be durations in seconds (numbers)") from None
+    array = array[~np.isnan(array)]
+    if array.size == 0:
+        return "s", 1.0
+    typical = abs(float(np.median(array)))
+    if typical >= 1:
+        return "s", 1.0
+    if typical >= 1e-3:
+        return "ms", 1e3
+    return "µs", 1e6

@@ -1,7 +1,8 @@
+import numpy as np
 import pytest
 
 from llminfer import bytes_per_element, format_bytes
-from llminfer.units import GB, GiB, format_duration
+from llminfer.units import GB, GiB, duration_unit, format_duration
 
 
 def test_bytes_per_element():
@@ -30,3 +31,20 @@ def test_format_duration():
     assert format_duration(0.00479) == "4.79 ms"
     assert format_duration(2.5) == "2.5 s"
     assert format_duration(12e-6) == "12 µs"
+    # large values keep plain seconds: issue 9 §4 "never 1.09e+04 s"
+    assert format_duration(10_900) == "10,900 s"
+    assert format_duration(999.4) == "999 s"
+    assert format_duration(-2_500) == "-2,500 s"
+
+
+def test_duration_unit_follows_the_median():
+    # the article's chapter-6 log: TTFT 0.42/0.56/0.48 s → ms, E2E 3.10/4.21/2.52 s → s
+    assert duration_unit([0.42, 0.56, 0.48]) == ("ms", 1e3)
+    assert duration_unit([3.10, 4.21, 2.52]) == ("s", 1.0)
+    # one long tail value does not change the unit of the body
+    assert duration_unit([0.1, 0.2, 0.3, 11.2]) == ("ms", 1e3)
+    assert duration_unit([12e-6, 30e-6, np.nan]) == ("µs", 1e6)
+    assert duration_unit([]) == ("s", 1.0)
+    assert duration_unit(0.0339) == ("ms", 1e3)
+    with pytest.raises(ValueError, match="values_s="):
+        duration_unit(["fast"])

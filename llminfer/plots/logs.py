@@ -7,12 +7,84 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+from matplotlib.transforms import blended_transform_factory
 
 from llminfer.logs import RequestLog
-from llminfer.metrics import _as_log, in_flight, output_tps_over_time, request_metrics
+from llminfer.metrics import Summary, _as_log, in_flight, output_tps_over_time, request_metrics
 from llminfer.plots._figure import COLORS, new_figure
+from llminfer.units import DURATION_UNITS, duration_unit
 
 _LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E latency", "queue_s": "queue"}
+#: Panel titles a reader understands without knowing the column names.
+TITLES = {
+    "ttft_s": "Time to first token (TTFT)",
+    "tpot_s": "Time per output token (TPOT)",
+    "e2e_s": "End-to-end latency (E2E)",
+    "queue_s": "Time in the queue",
+    "prefill_s": "Prefill time",
+    "decode_s": "Decode time",
+}
+#: A CDF's x axis turns logarithmic when p99 / p50 exceeds this: the tail would squeeze the
+#: body of the distribution into a sliver at the left.
+LOG_SCALE_TAIL_RATIO = 10.0
+# Percentile and SLO labels sit in rows this far apart (fraction of the axes' height), one
+# row per label, so two labels can never share a row however close their values are.
+_LABEL_ROW0, _LABEL_ROW_STEP = 0.05, 0.12
+
+
+def format_in_unit(value_s: float, unit: str) -> str:
+    """``value_s`` seconds written in ``unit`` (``"ms"``, ``"s"``, ``"µs"``) with the unit:
+    three significant figures, whole numbers with thousands separators from 100 up
+    (``"5,172 ms"``, ``"38.0 ms"``, ``"6.95 s"``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if unit not in DURATION_UNITS:
+        raise ValueError(f"unit={unit!r} is not known; use one of {', '.join(DURATION_UNITS)}")
+    value = value_s * DURATION_UNITS[unit]
+    # "#" keeps trailing zeros, so every label has three figures: "3.10 s", "38.0 ms"
+    text = f"{value:,.0f}" if abs(value) >= 99.95 else f"{value:#.3g}".rstrip(".")
+    return f"{text} {unit}"
+
+
+def _percentile_labels(
+    ax, values_s: np.ndarray, percentiles: Sequence[float], unit: str, slo_s: float | None
+) -> None:
+    """Mark each percentile on the curve and label it in its own row; the SLO gets a row too."""
+    scale = DURATION_UNITS[unit]
+    place = blended_transform_factory(ax.transData, ax.transAxes)
+    labels = [
+        (float(v) * scale, f"p{q:g} = {format_in_unit(float(v), unit)}", "black")
+        for q, v in zip(percentiles, np.percentile(values_s, percentiles), strict=True)
+    ]
+    for q, (x, _, _) in zip(percentiles, labels, strict=True):
+        ax.vlines(x, 0, q / 100, color="grey", lw=0.8, ls=":")
+        ax.plot([x], [q / 100], "o", ms=3.5, color="black", label="_percentile")
+    if slo_s is not None:
+        labels.append((slo_s * scale, f"SLO {format_in_unit(slo_s, unit)}", COLORS["queue"]))
+    low, high = ax.get_xlim()
+    log = ax.get_xscale() == "log"
+    for row, (x, text, colour) in enumerate(labels):
+        # Where along the axis the value sits (0 left, 1 right): labels right of the middle
+        # grow leftwards, so none runs off the panel.
+        where = (
+            (np.log(x) - np.log(low)) / (np.log(high) - np.log(low))
+            if log
+            else (x - low) / (high - low)
+        )
+        ax.text(
+            x,
+            _LABEL_ROW0 + _LABEL_ROW_STEP * row,
+            f" {text} " if where <= 0.55 else f"{text} ",
+            transform=place,
+            ha="left" if where <= 0.55 else "right",
+            va="bottom",
+            fontsize=8,
+            color=colour,
+            gid="percentile-label",
+            bbox={"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
 
 
 def latency_cdf(
@@ -20,13 +92,15 @@ def latency_cdf(
     metrics: Sequence[str] = ("ttft_s", "tpot_s", "e2e_s"),
     percentiles: Sequence[float] = (50, 95, 99),
     slo: dict[str, float] | None = None,
+    log_x: bool | None = None,
 ) -> Figure:
-    """One CDF panel per metric (successful requests) with percentile markers.
+    """One CDF panel per metric (successful requests) with percentile markers and labels.
 
-    Each panel is in ms, or in s when its highest marked percentile is a second or more.
-    Percentiles are marked on the curve and listed in a box in the panel's corner, so p95 and
-    p99 never overlap.
-    ``slo`` (seconds, keys like ``ttft_s``) draws each target as a red dashed line.
+    Each panel's unit is chosen from its values (``llminfer.units.duration_unit``: TTFT and
+    TPOT usually in ms, E2E in s). ``log_x``: a logarithmic x axis; ``None`` (default) chooses
+    it per panel when p99 / p50 > ``LOG_SCALE_TAIL_RATIO`` (a long tail). ``slo`` (seconds,
+    keys like ``ttft_s``) draws each target as a red dashed line. Percentile labels (and the
+    SLO's) sit in separate rows, so they never overlap.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -35,49 +109,83 @@ def latency_cdf(
     fig, axes = new_figure(4.0 * len(metrics), 3.4, ncols=len(metrics))
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, metrics, strict=True):
-        seconds = np.sort(table[name].dropna().to_numpy())
-        if seconds.size == 0:
-            ax.set_title(f"{_LABELS.get(name, name)}: no values")
+        values_s = np.sort(table[name].dropna().to_numpy())
+        ax.set_title(TITLES.get(name, name), fontsize=10)
+        if values_s.size == 0:
+            ax.set_title(f"{TITLES.get(name, name)}: no values", fontsize=10)
             continue
-        scale, unit = (1.0, "s") if np.percentile(seconds, max(percentiles)) >= 1 else (1e3, "ms")
-        values = seconds * scale
+        unit, scale = duration_unit(values_s)
+        values = values_s * scale
+        p50, p99 = np.percentile(values, [50, 99])
+        tail = p50 > 0 and values[0] > 0 and p99 / p50 > LOG_SCALE_TAIL_RATIO
+        use_log = tail if log_x is None else bool(log_x) and values[0] > 0
         fraction = np.arange(1, values.size + 1) / values.size
         ax.step(values, fraction, where="post", color=COLORS["decode"])
-        marks = np.percentile(values, percentiles)
-        ax.plot(marks, np.asarray(percentiles) / 100, "o", color="black", ms=3)
-        listing = "\n".join(
-            f"p{q:g} {v:.3g} {unit}" for q, v in zip(percentiles, marks, strict=True)
-        )
-        ax.text(
-            0.97,
-            0.05,
-            listing,
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=8,
-            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8, "lw": 0.5},
-        )
-        if slo and name in slo:
-            ax.axvline(slo[name] * scale, color=COLORS["queue"], ls="--", label="SLO")
-            ax.legend(fontsize=8, loc="upper left")
-        ax.set_xlabel(f"{_LABELS.get(name, name)} ({unit})")
+        target = slo.get(name) if slo else None
+        if target is not None:
+            ax.axvline(target * scale, color=COLORS["queue"], ls="--", label="SLO")
+        if use_log:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.10g}"))
+        ax.set_xlabel(f"{_LABELS.get(name, name)} ({unit}{', log scale' if use_log else ''})")
         ax.set_ylim(0, 1.02)
-    axes[0].set_ylabel("fraction of requests ≤ x")
+        _percentile_labels(ax, values_s, percentiles, unit, target)
+    axes[0].set_ylabel("share of requests ≤ x")
     fig.suptitle("Latency distributions (successful requests)")
     return fig
 
 
-def request_timeline(log: RequestLog | pd.DataFrame, max_requests: int = 40) -> Figure:
+def latency_table(
+    summary: Summary, metrics: Sequence[str] = ("ttft_s", "tpot_s", "e2e_s", "queue_s")
+) -> pd.DataFrame:
+    """``summary``'s latency statistics with one readable unit per metric (the one the CDFs
+    use: ``duration_unit`` of its median): rows like ``"TTFT (ms)"``, columns ``count``,
+    ``mean``, ``min``, the percentiles and ``max``, rounded to 3 significant figures.
+
+    Metrics the summary lacks are skipped.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    frame = summary.to_frame()
+    stats = ["mean", "min", *[c for c in frame.columns if c.startswith("p")], "max"]
+    rows = {}
+    for name in metrics:
+        if name not in frame.index:
+            continue
+        unit, scale = duration_unit(frame.loc[name, "p50"])
+        figures = frame.loc[name, stats].astype(float) * scale
+        rounded = figures.map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+        rows[f"{TITLES.get(name, name)} ({unit})"] = {
+            "count": int(frame.loc[name, "count"]),
+            **rounded.to_dict(),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "latency"
+    return table
+
+
+def request_timeline(
+    log: RequestLog | pd.DataFrame, max_requests: int = 40, after_s: float = 0.0
+) -> Figure:
     """One bar per request from start to end: queue, prefill (or wait + prefill), decode.
 
     Without ``scheduled_ts`` queueing and prefill cannot be told apart and share one colour.
-    Shows the first ``max_requests`` requests by start time; time in seconds from the first.
+    Shows the first ``max_requests`` requests that start ``after_s`` seconds or more after the
+    log's first request (0: from the beginning; later: e.g. the busiest minutes); time in
+    seconds from the log's first request.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
-    requests = _as_log(log).requests.sort_values("start_ts").head(max_requests)
+    if isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1:
+        raise ValueError(f"max_requests={max_requests!r} must be a positive whole number")
+    if isinstance(after_s, bool) or not isinstance(after_s, (int, float)) or not after_s >= 0:
+        raise ValueError(f"after_s={after_s!r} must be a number of seconds ≥ 0")
+    requests = _as_log(log).requests
     t0 = requests["start_ts"].min()
+    requests = requests[requests["start_ts"] - t0 >= after_s]
+    if requests.empty:
+        raise ValueError(f"after_s={after_s!r}: no request starts that late in the log")
+    requests = requests.sort_values("start_ts").head(max_requests)
     fig, ax = new_figure(8, 1.0 + 0.22 * len(requests))
     rows = np.arange(len(requests))
     start = requests["start_ts"].to_numpy() - t0
@@ -96,8 +204,9 @@ def request_timeline(log: RequestLog | pd.DataFrame, max_requests: int = 40) -> 
     ax.set_yticks(rows, requests["request_id"], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("time since the first request started (s)")
-    ax.legend(fontsize=8, ncols=4, loc="lower right")
-    ax.set_title("Request timeline")
+    # Above the bars, outside the axes: inside, the legend would hide the last requests.
+    ax.legend(fontsize=8, ncols=4, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
+    fig.suptitle("Request timeline")
     return fig
 
 
