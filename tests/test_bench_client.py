@@ -74,8 +74,9 @@ def test_chat_stream_with_every_quirk_is_read_exactly():
         (0.0, sse({"choices": [], "usage": USAGE})),  # usage-only last chunk
         (0.0, sse("[DONE]")),
     ]
-    run, frame = run_stub(pieces, chat=True)
-    assert accounting(run) == {"sent": 3, "ok": 3, "failed": 0, "warmup": 0}
+    # relative pacing: every gap at least 10 ms at the stub, however busy the machine
+    run, frame = run_stub(Reply(pieces=pieces, relative=True), chat=True)
+    assert accounting(run) == {"sent": 3, "ok": 3, "failed": 0, "unfinished": 0, "warmup": 0}
     assert (frame["output_tokens"] == 3).all() and (frame["input_tokens"] == 7).all()
     assert (frame["output_tokens_from"] == "usage").all()
     assert all(len(ts) == 3 for ts in frame["token_ts"])
@@ -113,7 +114,7 @@ def test_without_usage_tokens_are_counted_and_flagged():
 )
 def test_every_failure_is_a_failed_request_with_its_reason(reply, reason):
     run, frame = run_stub(reply, timeout_s=0.5)
-    assert accounting(run) == {"sent": 3, "ok": 0, "failed": 3, "warmup": 0}
+    assert accounting(run) == {"sent": 3, "ok": 0, "failed": 3, "unfinished": 0, "warmup": 0}
     assert all(e.startswith(reason) for e in frame["error"]), list(frame["error"])
 
 
@@ -157,7 +158,7 @@ def test_log_reads_back_with_token_times_and_warmup_apart(tmp_path):
         (0.0, sse("[DONE]")),
     ]
     run, frame = run_stub(pieces, n=4, warmup=2)
-    assert accounting(run) == {"sent": 4, "ok": 4, "failed": 0, "warmup": 2}
+    assert accounting(run) == {"sent": 4, "ok": 4, "failed": 0, "unfinished": 0, "warmup": 2}
     assert [r.request_id for r in run.warmup] == ["warmup-0", "warmup-1"]
     log = read_requests(write_log(frame, tmp_path / "log.csv"))
     assert len(log) == 4 and log.n_failed == 0
@@ -173,7 +174,10 @@ def test_open_loop_sends_at_the_workload_arrival_times():
         run = bench(stub.url, workload, "stub")
     sent = np.array([r.start_ts for r in run.records])
     planned = workload.requests()["arrival_s"].to_numpy()
-    assert np.abs(sent - planned).max() < 0.05
+    late = sent - planned
+    # never early; on time but for the machine's own stalls (a busy 2-core CI machine can
+    # hold a process back by a few hundred ms, so the bound on the worst case is loose)
+    assert late.min() > -1e-3 and np.median(late) < 0.02 and late.max() < 0.5, late
 
 
 def test_bad_arguments_raise_value_errors():
@@ -182,3 +186,54 @@ def test_bad_arguments_raise_value_errors():
         bench("127.0.0.1:8000", workload, "m")
     with pytest.raises(ValueError, match="warmup="):
         bench("http://127.0.0.1:1/v1", workload, "m", warmup=-1)
+
+
+def test_ctrl_c_writes_every_finished_request_and_the_counts_add_up(tmp_path):
+    """SIGINT to a real ``python -m llminfer bench`` mid-run: exit 130, the log holds every
+    request that finished, the ones in flight are written apart as not finished, and the
+    summary line states sent = ok + failed + not finished."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    started = []
+    lock = threading.Lock()
+    pieces = [(0.05, completion_chunk(" a")) for _ in range(5)]  # 0.25 s per answer
+    pieces += [(0.0, sse({"choices": [], "usage": USAGE})), (0.0, sse("[DONE]"))]
+
+    def script(body):
+        with lock:
+            started.append(time.monotonic())
+        return Reply(pieces=pieces)
+
+    out = tmp_path / "log.csv"
+    with StubServer(script) as stub:
+        command = [sys.executable, "-m", "llminfer", "bench", stub.url, "--model", "stub"]
+        command += ["--n", "40", "--concurrency", "2", "--prompt-tokens", "7"]
+        command += ["--output-tokens", "5", "--out", str(out), "--no-progress"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 60
+        while len(started) < 7 and time.monotonic() < deadline:  # >= 5 answers finished
+            time.sleep(0.02)
+        assert len(started) >= 7, "bench did not get going within 60 s"
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    text = stdout.decode()
+    assert child.returncode == 130, (child.returncode, text, stderr.decode()[-2000:])
+    counts = re.search(r"sent (\d+), ok (\d+), failed (\d+), not finished (\d+)", text)
+    assert counts, text
+    sent, ok, failed, unfinished = map(int, counts.groups())
+    assert sent == ok + failed + unfinished and failed == 0, text
+    assert ok >= 5 and 1 <= unfinished <= 2 and sent < 40, text  # 2 users: at most 2 in flight
+    assert "interrupted by Ctrl-C" in text
+    log = read_requests(out)
+    assert len(log) == ok and log.n_failed == 0
+    assert all(len(ts) == 5 for ts in log.requests["token_ts"])  # finished answers are whole
+    rest = read_requests(out.with_name("log.unfinished.csv"))
+    assert len(rest) == unfinished
+    assert rest.requests["error"].str.startswith("not finished").all()

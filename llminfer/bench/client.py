@@ -3,7 +3,11 @@
 aiohttp, as vLLM's own ``benchmark_serving`` uses: one event loop drives hundreds of streams,
 the response body is read line by line as it arrives (``StreamReader``), and the same library
 serves the toy server. ``benchmarks/bench_client.py`` measures how close its timestamps are to
-a known chunk schedule and what it costs per chunk.
+a known chunk schedule and what it costs per chunk, against httpx in the same run: aiohttp
+used less CPU per chunk and kept its timestamps far closer to the schedule (the numbers are in
+``llminfer.bench``'s docstring). The clock (``time.perf_counter``) is read right after each
+network read returns, before any parsing; chunk times are kept as raw clock values and turned
+into run-relative seconds once, when the request ends.
 
 Load comes from ``llminfer.workload.Workload``, the same description ``simulate`` takes: an open
 loop (requests sent at the drawn arrival times, Poisson or bursty) or a closed loop (C users,
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from llminfer.bench.sse import SSEDecoder, read_chunk
+from llminfer.bench.sse import StreamParser
 from llminfer.workload import Workload
 
 #: Prompt words: common English words, each a single token in the usual BPE vocabularies.
@@ -134,7 +138,8 @@ class RequestRecord:
     """One request as the client saw it; times in seconds from the run's start.
 
     ``chunk_ts``: arrival time of every chunk that carried text; ``usage``: the server's
-    counts if it sent them; ``http_status``: 0 when no response came.
+    counts if it sent them; ``http_status``: 0 when no response came; ``unfinished``: the run
+    was interrupted (Ctrl-C) while this request was in flight — neither ok nor failed.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -150,9 +155,11 @@ class RequestRecord:
     http_status: int = 0
     error: str = ""
     warmup: bool = False
+    unfinished: bool = False
 
     @property
     def ok(self) -> bool:
+        """The request finished and succeeded."""
         return not self.error
 
 
@@ -207,15 +214,18 @@ def request_body(model: str, prompt: str, max_tokens: int, chat: bool, usage: bo
 async def send_request(session, url: str, body: dict, record: RequestRecord, t0: float) -> None:
     """Stream one request to ``url`` and fill ``record`` (times in seconds since ``t0``, a
     ``time.perf_counter`` value); a failed request gets its reason in ``record.error`` and
-    never raises.
+    never raises, except that cancelling it (Ctrl-C) marks it ``unfinished`` and re-raises.
+
+    Timing: the clock is read first thing after each network read returns, before the bytes
+    are split or parsed, and every token in that read gets that time (``StreamParser``).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
     import aiohttp
 
     clock = time.perf_counter
+    parser = StreamParser()
     record.start_ts = clock() - t0
-    decoder, done, finish = SSEDecoder(), False, None
     try:
         async with session.post(url, json=body) as response:
             record.http_status = response.status
@@ -223,43 +233,38 @@ async def send_request(session, url: str, body: dict, record: RequestRecord, t0:
                 text = await response.text()
                 record.error = f"HTTP {response.status}: {_error_message(text)}"
                 return
-            async for line in response.content:
-                data = decoder.feed(line)
-                if data is None:
-                    continue
-                now = clock() - t0
-                chunk = read_chunk(data)
-                if chunk.error:
-                    record.error = chunk.error
-                    return
-                if chunk.done:
-                    done = True
+            feed, content = parser.feed, response.content
+            while True:
+                piece = await content.readany()
+                now = clock()
+                if not piece:  # the connection ended
+                    parser.close(now)
                     break
-                if chunk.text is not None:
-                    record.chunk_ts.append(now)
-                    record.text_chars += len(chunk.text)
-                if chunk.usage:
-                    record.usage = chunk.usage
-                finish = chunk.finish_reason or finish
-            tail = decoder.flush()
-            if tail is not None and read_chunk(tail).done:
-                done = True
+                if feed(piece, now):
+                    break
     except asyncio.CancelledError:
-        record.error = "interrupted before the answer ended"
+        record.unfinished = True
+        record.error = "not finished: the run was interrupted before the answer ended"
         raise
     except aiohttp.ClientConnectorError as exc:
         record.error = f"connection failed: {exc.os_error or exc}"
     except asyncio.TimeoutError:
         record.error = f"timed out after {clock() - t0 - record.start_ts:.1f} s"
     except aiohttp.ClientPayloadError as exc:
-        record.error = f"stream cut after {len(record.chunk_ts)} chunks: {exc}"
+        record.error = f"stream cut after {len(parser.token_ts)} chunks: {exc}"
     except aiohttp.ClientError as exc:
         record.error = f"{type(exc).__name__}: {exc}"
     finally:
         record.end_ts = clock() - t0
-    if not record.error and not done and finish is None:
+        record.chunk_ts = [t - t0 for t in parser.token_ts]
+        record.text_chars, record.usage = parser.chars, parser.usage
+    if record.error:
+        return
+    if parser.error:
+        record.error = parser.error
+    elif not parser.done and parser.finish_reason is None:
         record.error = f"stream cut: ended without [DONE] after {len(record.chunk_ts)} chunks"
-    elif not record.error and not record.chunk_ts:
+    elif not record.chunk_ts:
         record.error = "empty response: the stream carried no token"
 
 

@@ -79,15 +79,23 @@ def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
 
 
 def accounting(run: BenchRun) -> dict[str, int]:
-    """``sent``, ``ok``, ``failed`` (measured requests) and ``warmup``; raises RuntimeError if
-    ``sent != ok + failed`` — a request lost by the client would be a bug, never a result.
+    """``sent``, ``ok``, ``failed``, ``unfinished`` (measured requests still in flight when the
+    run was interrupted) and ``warmup``; raises RuntimeError unless ``sent = ok + failed +
+    unfinished`` — a request lost by the client would be a bug, never a result.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    unfinished = sum(r.unfinished for r in run.records)
     ok = sum(r.ok for r in run.records)
-    failed = sum(not r.ok for r in run.records)
-    counts = {"sent": len(run.records), "ok": ok, "failed": failed, "warmup": len(run.warmup)}
-    if counts["sent"] != ok + failed:
+    failed = sum(not r.ok and not r.unfinished for r in run.records)
+    counts = {
+        "sent": len(run.records),
+        "ok": ok,
+        "failed": failed,
+        "unfinished": unfinished,
+        "warmup": len(run.warmup),
+    }
+    if counts["sent"] != ok + failed + unfinished:
         raise RuntimeError(f"request accounting broken: {counts}")
     return counts
 
@@ -117,13 +125,16 @@ def write_log(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def warmup_path(path: str | Path) -> Path:
-    """Where the warm-up requests of a log at ``path`` go: ``NAME.warmup.csv`` beside it.
+def warmup_path(path: str | Path, part: str = "warmup") -> Path:
+    """Where the requests kept apart from a log at ``path`` go: ``NAME.warmup.csv`` (warm-up)
+    or ``NAME.unfinished.csv`` (``part="unfinished"``: in flight when the run was interrupted).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    if part not in ("warmup", "unfinished"):
+        raise ValueError(f"part={part!r} must be 'warmup' or 'unfinished'")
     path = Path(path)
-    return path.with_name(path.stem + ".warmup" + (path.suffix or ".csv"))
+    return path.with_name(f"{path.stem}.{part}{path.suffix or '.csv'}")
 
 
 def decode_tps(frame: pd.DataFrame) -> float:
@@ -146,10 +157,15 @@ def sweep_server(
     concurrencies=None,
     rates=None,
     percentiles=(50, 90, 99),
+    requests_per_user: int | None = None,
     **bench_kwargs,
 ) -> tuple[pd.DataFrame, dict]:
     """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
     same workload otherwise — the measured twin of ``llminfer.simulate.sweep``.
+
+    ``requests_per_user`` (closed loop only): send at least that many requests per user at
+    each concurrency, ``max(workload.n_requests, requests_per_user × C)``, so a high load is
+    not over before every user has queued behind the others once.
 
     Returns (table, logs): one table row per load with the load column, ``failed``,
     ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
@@ -165,11 +181,22 @@ def sweep_server(
     if (rates is None) == (concurrencies is None):
         raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
     kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    if requests_per_user is not None:
+        if kind != "concurrency":
+            raise ValueError("requests_per_user applies to concurrencies (closed loop) only")
+        if (
+            isinstance(requests_per_user, bool)
+            or not isinstance(requests_per_user, int)
+            or requests_per_user < 1
+        ):
+            raise ValueError(f"requests_per_user={requests_per_user!r} must be an integer >= 1")
     rows, logs = [], {}
     for value in values:
         point = replace(
             workload, **{kind: value, ("concurrency" if kind == "rate" else "rate"): None}
         )
+        if requests_per_user is not None:
+            point = replace(point, n_requests=max(workload.n_requests, requests_per_user * value))
         run = bench(url, point, model, **bench_kwargs)
         frame = records_frame(run.records)
         counts = accounting(run)

@@ -1,7 +1,12 @@
 """``python -m llminfer bench URL …``: measure a server, write chapter 6's request log.
 
 Exit codes: 0 when every request succeeded, 1 when any failed (the log is written and the
-reasons counted on stderr), 130 after Ctrl-C (what had finished is written), 2 on bad arguments.
+reasons counted on stderr), 130 after Ctrl-C, 2 on bad arguments.
+
+Ctrl-C (SIGINT) cancels the requests in flight and writes what finished: the log holds every
+finished request (ok or failed); the ones cut short by the interrupt are neither and go to
+``NAME.unfinished.csv`` beside it; the summary line states ``sent = ok + failed + not
+finished``. Requests not yet sent when the interrupt came are not counted as sent.
 """
 
 from __future__ import annotations
@@ -129,15 +134,24 @@ def _bench_command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     counts = accounting(run)
-    frame = records_frame(run.records)
+    frame = records_frame([r for r in run.records if not r.unfinished])
     write_log(frame, args.out)
     if run.warmup:
         write_log(records_frame(run.warmup), warmup_path(args.out))
+    unfinished = ""
+    if counts["unfinished"]:
+        path = write_log(
+            records_frame([r for r in run.records if r.unfinished]),
+            warmup_path(args.out, "unfinished"),
+        )
+        unfinished = f" (in {path})"
     log = read_requests(args.out)  # the file must read back as chapter 6's log
     print(
         f"{workload.describe()} to {args.url} ({model}): sent {counts['sent']}, "
-        f"ok {counts['ok']}, failed {counts['failed']}, warm-up {counts['warmup']} (kept apart)"
-        f"{' — interrupted' if run.interrupted else ''}; wrote {args.out} ({len(log)} rows)"
+        f"ok {counts['ok']}, failed {counts['failed']}, not finished {counts['unfinished']}"
+        f"{unfinished}, warm-up {counts['warmup']} (kept apart)"
+        f"{' — interrupted by Ctrl-C' if run.interrupted else ''}; "
+        f"wrote {args.out} ({len(log)} rows)"
     )
     if counts["failed"]:
         reasons = Counter(e.split(":")[0] for e in frame.loc[frame.status == "failed", "error"])

@@ -102,3 +102,66 @@ def read_chunk(data: str) -> Chunk:
         usage=usage,
         finish_reason=choice.get("finish_reason"),
     )
+
+
+class StreamParser:
+    """An OpenAI-style SSE response body, fed as raw byte pieces the moment they are read.
+
+    ``feed(piece, now)`` takes the bytes of one network read and its arrival time ``now``
+    (the caller reads the clock before anything else, so parsing never delays a timestamp);
+    every token-carrying event in the piece gets that time in ``token_ts``. It returns True once
+    the stream is over (``[DONE]`` or an error event). ``close(now)`` reads what is left when the
+    connection ends. The HTTP library is the caller's: the client uses aiohttp, the client
+    benchmark also httpx, with this same parser.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    __slots__ = ("_rest", "chars", "decoder", "done", "error", "finish_reason", "token_ts", "usage")
+
+    def __init__(self) -> None:
+        self.decoder = SSEDecoder()
+        self.token_ts: list[float] = []
+        self.chars = 0
+        self.usage: dict | None = None
+        self.finish_reason: str | None = None
+        self.done = False
+        self.error: str | None = None
+        self._rest = b""
+
+    def feed(self, piece: bytes, now: float) -> bool:
+        if self._rest:
+            piece = self._rest + piece
+        *lines, self._rest = piece.split(b"\n")
+        for line in lines:
+            data = self.decoder.feed(line)
+            if data is not None and self._event(data, now):
+                return True
+        return False
+
+    def close(self, now: float) -> None:
+        """The connection ended: an unterminated last line and an open event still count."""
+        if self._rest:
+            rest, self._rest = self._rest, b""
+            data = self.decoder.feed(rest)
+            if data is not None and self._event(data, now):
+                return
+        data = self.decoder.flush()
+        if data is not None:
+            self._event(data, now)
+
+    def _event(self, data: str, now: float) -> bool:
+        chunk = read_chunk(data)
+        if chunk.error:
+            self.error = chunk.error
+            return True
+        if chunk.done:
+            self.done = True
+            return True
+        if chunk.text is not None:
+            self.token_ts.append(now)
+            self.chars += len(chunk.text)
+        if chunk.usage:
+            self.usage = chunk.usage
+        self.finish_reason = chunk.finish_reason or self.finish_reason
+        return False

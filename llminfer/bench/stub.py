@@ -2,10 +2,13 @@
 
 ``script(body) -> Reply`` decides what each request gets: an HTTP status and body, or a stream
 of raw byte pieces each sent after a delay (so every streaming quirk of a real server can be
-replayed byte for byte), optionally cut off mid-way. ``StubServer`` runs it on a loopback port
-in a background thread; ``python -m llminfer.bench.stub`` runs a fixed schedule (N chunks, one
-every D ms) in its own process for ``benchmarks/bench_client.py`` and records when it wrote each
-chunk (``GET /sent``, ``time.perf_counter`` seconds, keyed by the request's prompt).
+replayed byte for byte), optionally cut off mid-way. The schedule is absolute: piece k is due at
+the response's start plus the sum of the first k delays, and the stub sleeps until that moment
+(not "delay after the previous write"), so a late write never shifts the ones after it.
+``StubServer`` runs it on a loopback port in a background
+thread; ``python -m llminfer.bench.stub`` runs a fixed schedule (N chunks, one every D ms) in its
+own process for ``benchmarks/bench_client.py`` and records when it wrote each chunk
+(``GET /sent``, ``time.perf_counter`` seconds, keyed by the request's prompt).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from dataclasses import dataclass, field
 class Reply:
     """What the stub answers: ``status`` and ``body`` for a plain reply, or ``pieces`` —
     (delay_s, bytes) sent one after another on a streamed 200 — and ``cut`` to drop the
-    connection after the last piece instead of ending the response.
+    connection after the last piece instead of ending the response. ``relative=True`` sleeps
+    each delay after the previous write (gaps of at least the delay, however late a write was)
+    instead of keeping the absolute schedule.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -32,6 +37,7 @@ class Reply:
     body: str = ""
     pieces: list[tuple[float, bytes]] = field(default_factory=list)
     cut: bool = False
+    relative: bool = False
 
 
 def sse(payload: dict | str) -> bytes:
@@ -54,10 +60,11 @@ def completion_chunk(text: str | None, finish: str | None = None) -> bytes:
 
 def make_stub_app(script: Callable[[dict], Reply], sent: dict | None = None):
     """An aiohttp application answering POSTs to ``/v1/completions`` and
-    ``/v1/chat/completions`` with ``script(body)``; the write time of every piece is appended
-    to ``sent[prompt]`` when ``sent`` is a dict.
+        ``/v1/chat/completions`` with ``script(body)``; the write time of every piece is appended
+        to ``sent[prompt]`` when ``sent`` is a dict, and how late it was against its due time (s) to
+    ``sent["_late"]`` — the stub's own lateness says how busy the machine is.
 
-    Introduced in: notebooks/08_measure_a_server.ipynb
+        Introduced in: notebooks/08_measure_a_server.ipynb
     """
     from aiohttp import web
 
@@ -69,11 +76,17 @@ def make_stub_app(script: Callable[[dict], Reply], sent: dict | None = None):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         times = [] if sent is None else sent.setdefault(str(body.get("prompt")), [])
+        clock, due = time.perf_counter, time.perf_counter()
         for delay, piece in reply.pieces:
-            if delay > 0:
-                await asyncio.sleep(delay)
+            due = (clock() if reply.relative else due) + delay
+            wait = due - clock()
+            if wait > 0:
+                await asyncio.sleep(wait)
             await response.write(piece)
-            times.append(time.perf_counter())
+            written = clock()
+            times.append(written)
+            if sent is not None:
+                sent.setdefault("_late", []).append(written - due)
         if reply.cut:
             request.transport.close()  # drop the connection mid-response
             return response
@@ -127,15 +140,24 @@ class StubServer:
         self.stop()
 
 
-def scheduled_script(n_chunks: int, interval_s: float) -> Callable[[dict], Reply]:
+def scheduled_script(n_chunks: int, interval_s: float, phases: int = 1) -> Callable[[dict], Reply]:
     """A script streaming ``n_chunks`` one-token chunks, one every ``interval_s`` seconds, then
-    a usage chunk and ``[DONE]``.
+    a usage chunk and ``[DONE]``. ``phases=1``: every stream's chunks are due at the same
+    offsets from its start (concurrent streams started together burst together, as a batched
+    server step does); ``phases=P``: the k-th request is shifted by ``(k mod P) / P`` of an
+    interval, spreading the chunks of P streams evenly in time.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    if isinstance(phases, bool) or not isinstance(phases, int) or phases < 1:
+        raise ValueError(f"phases={phases!r} must be an integer >= 1")
+    counter = iter(range(1 << 62))
 
     def script(body: dict) -> Reply:
+        shift = (next(counter) % phases) * interval_s / phases
         pieces = [(interval_s, completion_chunk(" tok")) for _ in range(n_chunks)]
+        if pieces:
+            pieces[0] = (interval_s + shift, pieces[0][1])
         usage = {"prompt_tokens": 1, "completion_tokens": n_chunks, "total_tokens": n_chunks + 1}
         pieces += [(0.0, sse({"choices": [], "usage": usage})), (0.0, sse("[DONE]"))]
         return Reply(pieces=pieces)
@@ -147,7 +169,8 @@ async def _main(args: argparse.Namespace) -> None:
     from aiohttp import web
 
     runner = web.AppRunner(
-        make_stub_app(scheduled_script(args.chunks, args.interval_ms / 1e3), {}), access_log=None
+        make_stub_app(scheduled_script(args.chunks, args.interval_ms / 1e3, args.phases), {}),
+        access_log=None,
     )
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", args.port)
@@ -163,5 +186,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=50)
     parser.add_argument("--interval-ms", type=float, default=20.0)
+    parser.add_argument("--phases", type=int, default=1, help="spread streams over P phases")
     parser.add_argument("--shutdown-after", type=float, default=300.0)
     asyncio.run(_main(parser.parse_args()))

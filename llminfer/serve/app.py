@@ -10,6 +10,9 @@ Routes as vLLM's OpenAI server has them: ``POST /v1/completions``, ``POST /v1/ch
 OpenAI-style body ``{"error": {"message", "type", "param", "code"}}`` and the server goes on.
 Chat prompts are the words of every message's content (no chat template), so a client's word
 count is the prompt's token count.
+
+Without ``max_tokens`` a request gets vLLM's defaults: 16 tokens on ``/v1/completions``, the
+remaining context (``max_model_len`` minus the prompt) on ``/v1/chat/completions``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ from llminfer.serve.tokenizer import ToyTokenizer
 
 #: Largest request body accepted, bytes (vLLM has no such cap; a toy server should).
 MAX_BODY_BYTES = 1 << 20
-#: ``max_tokens`` when a request gives none (OpenAI's default for completions).
+#: ``max_tokens`` when a ``/v1/completions`` request gives none: 16, as OpenAI's legacy
+#: completions API documents and vLLM's ``CompletionRequest`` declares
+#: (``vllm/entrypoints/openai/protocol.py``: ``max_tokens: Optional[int] = 16``). A chat request
+#: without ``max_tokens`` (or ``max_completion_tokens``) gets the rest of the context instead,
+#: ``max_model_len - prompt tokens``, as vLLM's ``serving_chat.py`` computes
+#: ``default_max_tokens``; the toy model never stops early, so such an answer is that long.
 DEFAULT_MAX_TOKENS = 16
 #: vLLM's TTFT buckets (vllm/v1/metrics/loggers.py), seconds.
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0)
@@ -160,13 +168,15 @@ class ToyServer:
 
     # --- request parsing ---------------------------------------------------------------------
 
-    def _common(self, body: dict) -> tuple[int, bool, bool]:
+    def _common(self, body: dict) -> tuple[int | None, bool, bool]:
+        """(max_tokens or None when the request gives none, stream, include_usage)."""
         model = body.get("model")
         if model is not None and model != self.model_name:
             raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
             raise OpenAIError(
                 400, f"max_tokens={max_tokens!r} must be an integer >= 1", "max_tokens"
             )
@@ -224,6 +234,9 @@ class ToyServer:
         body = await _json_body(request)
         max_tokens, stream, include_usage = self._common(body)
         ids = self._prompt_ids(body, chat)
+        if max_tokens is None:  # vLLM's defaults: 16 for completions, the rest of the context
+            limit = self.engine.model.config.max_context
+            max_tokens = max(limit - len(ids), 1) if chat else DEFAULT_MAX_TOKENS
         try:
             self.engine.check_request(len(ids), max_tokens)
         except ValueError as exc:
