@@ -40,6 +40,9 @@ class Scheduler:
         self.workload = workload
         self.capacity = capacity
         self.step_time = step_time
+        # Vectorised decode-only steps (a StepTimer has them; a plain function does not).
+        self._decode_steps = getattr(step_time, "decode_steps", None)
+        self._too_short: tuple | None = None  # (arrival, sequences, sum_base): no stretch fits
         self.attended = attended_pairs
         self.bs = engine.block_size
         n = len(table)
@@ -266,7 +269,7 @@ class Scheduler:
         any step that would need a preemption. Records and results are those of stepping one by
         one (a test compares them); only the per-step Python is saved.
         """
-        decode_steps = getattr(self.step_time, "decode_steps", None)
+        decode_steps = self._decode_steps
         if decode_steps is None:  # a custom step-time function: step one by one
             return
         c = self.decode_counter
@@ -275,57 +278,85 @@ class Scheduler:
         if steps < MIN_STRETCH:
             return
         n = len(self.decoding)
-        if self.arrivals:  # steps only lengthen as contexts grow: bound by the first one's time
-            first = self.step_time(0, 0, n, self.sum_base + n * c)
-            steps = min(steps, math.ceil((self.arrivals[0][0] - self.t) / first))
-            if steps < MIN_STRETCH:
+        arrivals = self.arrivals
+        if arrivals:  # steps only lengthen as contexts grow: bound by the first one's time
+            arrival = arrivals[0][0]
+            # Too close to this arrival for these sequences once: too close until it comes
+            # (the steps left before it only get fewer), so skip the probe.
+            key = (arrival, n, self.sum_base)
+            if key == self._too_short:
                 return
-        durations = decode_steps(n, self.sum_base + n * (c + np.arange(steps)))
-        if not np.all(durations > 0):  # also catches NaN
+            first = self.step_time(0, 0, n, self.sum_base + n * c)
+            steps = min(steps, math.ceil((arrival - self.t) / first))
+            if steps < MIN_STRETCH:
+                self._too_short = key
+                return
+        start = self.sum_base + n * c  # summed context of the first step, tokens
+        durations = decode_steps(n, np.arange(start, start + n * steps, n, dtype=float))
+        if not (durations > 0).all():  # also catches NaN
             bad = durations[~(durations > 0)][0]
             raise ValueError(
                 f"step_time returned {bad!r} s for a decode step of {n} sequences; "
                 "every step must last a finite time > 0 s"
             )
-        starts = self.t + np.concatenate(([0.0], np.cumsum(durations[:-1])))
-        if self.arrivals:  # a step may only start before the next arrival joins the queue
-            steps = int(np.searchsorted(starts, self.arrivals[0][0], side="left"))
+        starts = np.empty(steps)  # = t + [0, d0, d0 + d1, ...]
+        starts[0] = 0.0
+        np.cumsum(durations[:-1], out=starts[1:])
+        starts += self.t
+        if arrivals:  # a step may only start before the next arrival joins the queue
+            steps = int(starts.searchsorted(arrival, side="left"))
             if steps < MIN_STRETCH:
+                self._too_short = key
                 return
         # Blocks: before the step with counter d, sequences whose need_at <= d get one.
         before = self.private_blocks + self.pinned_blocks + self.idle_blocks
-        change_at, in_use_after = [], []
-        heap = self.block_heap
-        while heap and heap[0][0] < c + steps:
-            need_at, epoch, i = heap[0]
-            if epoch != self.epoch[i]:
+        change_at: list[int] = []  # step of the stretch (from 0) where blocks in use change
+        in_use_after: list[int] = []  # blocks in use from that step on
+        heap, end = self.block_heap, c + steps
+        epoch, blocks, base, finish_at, bs = (
+            self.epoch,
+            self.blocks,
+            self.base,
+            self._finish_at,
+            self.bs,
+        )
+        while heap and heap[0][0] < end:
+            need_at, ep, i = heap[0]
+            if ep != epoch[i]:
                 heapq.heappop(heap)
                 continue
-            if not self._reserve(1):
+            in_use = self.private_blocks + self.pinned_blocks + self.idle_blocks
+            if in_use >= self.capacity and not self._reserve(1):  # evicts cached prefixes
                 steps = max(need_at - c, 0)  # the step-by-step loop preempts there
                 break
-            heapq.heappop(heap)
             self.private_blocks += 1
-            self.blocks[i] += 1
-            self._push_block_event(i)
+            blocks[i] += 1
+            following = blocks[i] * bs - base[i]  # as _push_block_event
+            if following < finish_at[i]:
+                heapq.heapreplace(heap, (following, ep, i))
+            else:
+                heapq.heappop(heap)
             change_at.append(max(need_at - c, 0))
             in_use_after.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
         if steps == 0:
             return
-        in_use = np.full(steps, before)
-        for at, value in zip(change_at, in_use_after, strict=True):
-            if at < steps:
-                in_use[at:] = value
+        if change_at:  # blocks in use at each step: after the last change at or before it
+            values = np.array([before, *in_use_after])
+            in_use = values[np.searchsorted(change_at, np.arange(steps), side="right")]
+            self.rec_blocks.extend(in_use.tolist())
+        else:
+            self.rec_blocks.extend([before] * steps)
+        ends = starts[:steps] + durations[:steps]
         self.rec_time.extend(starts[:steps].tolist())
         self.rec_dur.extend(durations[:steps].tolist())
-        self.rec_batch.extend([n] * steps)
-        self.rec_prefill.extend([0] * steps)
-        self.rec_decode.extend([n] * steps)
-        self.rec_blocks.extend(in_use.tolist())
-        self.rec_waiting.extend([0] * steps)
-        self.rec_tokens.extend([n] * steps)
-        self.decode_end.extend((starts[:steps] + durations[:steps]).tolist())
-        self.t = float(starts[steps - 1] + durations[steps - 1])
+        same, zeros = [n] * steps, [0] * steps
+        self.rec_batch.extend(same)
+        self.rec_prefill.extend(zeros)
+        self.rec_decode.extend(same)
+        self.rec_waiting.extend(zeros)
+        self.rec_tokens.extend(same)
+        self.decode_end.extend(ends.tolist())
+        self.t = float(ends[-1])
         self.decode_counter += steps
 
     def _step_plain(self) -> bool:
