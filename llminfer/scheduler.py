@@ -104,13 +104,17 @@ class Scheduler:
         self.idle_blocks = 0
         self.group_blocks: dict[int, int] = {}  # group -> cached blocks
         self.group_refs: dict[int, int] = {}
-        # Step records.
+        # Step records: one entry per step for what changes from step to step (start, duration,
+        # blocks in use); one entry per run of identical steps (a single step, or a decode
+        # stretch: rec_repeat steps) for batch size, prefill tokens, decoding sequences, queue
+        # length and tokens produced, which a stretch keeps constant.
         self.rec_time: list[float] = []
         self.rec_dur: list[float] = []
+        self.rec_blocks: list[int] = []
+        self.rec_repeat: list[int] = []
         self.rec_batch: list[int] = []
         self.rec_prefill: list[int] = []
         self.rec_decode: list[int] = []
-        self.rec_blocks: list[int] = []
         self.rec_waiting: list[int] = []
         self.rec_tokens: list[int] = []
 
@@ -249,7 +253,8 @@ class Scheduler:
             else:
                 scheduled = self._step_plain()
             if scheduled and self.decoding and not self.waiting and not self.prefilling:
-                self._run_decode_stretch()
+                self._run_decode_stretch()  # many identical decode steps at once, or
+                self._run_decode_singles()  # the few left before the next event
             if not scheduled:
                 if self.running:
                     self._preempt_latest()
@@ -340,24 +345,91 @@ class Scheduler:
             in_use_after.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
         if steps == 0:
             return
-        if change_at:  # blocks in use at each step: after the last change at or before it
-            values = np.array([before, *in_use_after])
-            in_use = values[np.searchsorted(change_at, np.arange(steps), side="right")]
-            self.rec_blocks.extend(in_use.tolist())
-        else:
-            self.rec_blocks.extend([before] * steps)
+        # Blocks in use at each step: the value after the last change at or before it.
+        rec_blocks, at_before, value = self.rec_blocks, 0, before
+        for at, after in zip(change_at, in_use_after, strict=True):
+            if at >= steps:  # sorted: a change at the step the stretch stops before
+                break
+            rec_blocks.extend([value] * (at - at_before))
+            at_before, value = at, after
+        rec_blocks.extend([value] * (steps - at_before))
         ends = starts[:steps] + durations[:steps]
         self.rec_time.extend(starts[:steps].tolist())
         self.rec_dur.extend(durations[:steps].tolist())
-        same, zeros = [n] * steps, [0] * steps
-        self.rec_batch.extend(same)
-        self.rec_prefill.extend(zeros)
-        self.rec_decode.extend(same)
-        self.rec_waiting.extend(zeros)
-        self.rec_tokens.extend(same)
+        self._record_run(steps, n, 0, n, 0, n)
         self.decode_end.extend(ends.tolist())
         self.t = float(ends[-1])
         self.decode_counter += steps
+
+    def _run_decode_singles(self) -> None:
+        """Run decode-only steps one at a time, as the main loop would, until something
+        happens: an arrival is due, the next step would finish a request, or a sequence needs
+        a block that only a preemption could free.
+
+        These are the steps too few for a vectorised stretch (``MIN_STRETCH``) before a finish
+        or an arrival. Each is timed by the same scalar ``step_time`` call and added to the
+        clock one by one, so the results are those of the main loop to the last bit; only its
+        per-step bookkeeping (admission checks, batch building, a stretch attempt that could
+        not succeed: it found fewer than ``MIN_STRETCH`` steps before this same event) is saved.
+        """
+        if not self.decoding or self.waiting or self.prefilling:
+            return
+        arrivals, heap = self.arrivals, self.block_heap
+        next_arrival = arrivals[0][0] if arrivals else math.inf
+        d, t = self.decode_counter, self.t
+        last = self.finish_heap[0][0] - 1  # the step from here finishes a request: not here
+        if d >= last or next_arrival <= t:
+            return
+        n, sum_base, step_time = len(self.decoding), self.sum_base, self.step_time
+        epoch, blocks, base, finish_at, bs = (
+            self.epoch,
+            self.blocks,
+            self.base,
+            self._finish_at,
+            self.bs,
+        )
+        used = self.private_blocks + self.pinned_blocks + self.idle_blocks
+        rec_time, rec_dur, rec_blocks = self.rec_time, self.rec_dur, self.rec_blocks
+        decode_end, steps = self.decode_end, 0
+        while d < last and next_arrival > t:
+            # Blocks sequences grow into at this step (_grow_decode_blocks without preempting).
+            granted = True
+            while heap and heap[0][0] <= d:
+                _, ep, i = heap[0]
+                if ep != epoch[i]:
+                    heapq.heappop(heap)
+                    continue
+                if used >= self.capacity:
+                    if not self._reserve(1):  # the main loop preempts here
+                        granted = False
+                        break
+                    used = self.private_blocks + self.pinned_blocks + self.idle_blocks
+                self.private_blocks += 1
+                used += 1
+                blocks[i] += 1
+                following = blocks[i] * bs - base[i]  # as _push_block_event
+                if following < finish_at[i]:
+                    heapq.heapreplace(heap, (following, ep, i))
+                else:
+                    heapq.heappop(heap)
+            if not granted:
+                break
+            duration = step_time(0, 0, n, sum_base + n * d, 0)
+            if not 0 < duration < math.inf:  # also catches NaN
+                raise ValueError(
+                    f"step_time returned {duration!r} s for a step of 0 prefill tokens and "
+                    f"{n} decoding sequences; every step must last a finite time > 0 s"
+                )
+            rec_time.append(t)
+            rec_dur.append(duration)
+            rec_blocks.append(used)
+            t += duration
+            d += 1
+            decode_end.append(t)
+            steps += 1
+        if steps:
+            self.t, self.decode_counter = t, d
+            self._record_run(steps, n, 0, n, 0, n)
 
     def _step_plain(self) -> bool:
         """vLLM V0 without chunked prefill: a prefill batch if any prompt can start, else decode."""
@@ -410,6 +482,13 @@ class Scheduler:
 
     def _step_chunked(self) -> bool:
         """Chunked prefill: decodes first, then running prompts, then new prompts, one budget."""
+        if not self.prefilling and not self.waiting:  # decodes only: nothing to chunk or admit
+            if self.decoding:
+                self._grow_decode_blocks()
+            if not self.decoding:
+                return False
+            self._run_step([], decode=True)
+            return True
         preempted_before = self.preemptions
         if self.decoding:
             self._grow_decode_blocks()
@@ -480,11 +559,8 @@ class Scheduler:
             )
         self.rec_time.append(self.t)
         self.rec_dur.append(duration)
-        self.rec_batch.append(len(batch) + n_decode)
-        self.rec_prefill.append(prefill_tokens)
-        self.rec_decode.append(n_decode)
         self.rec_blocks.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
-        self.rec_waiting.append(len(self.waiting))
+        waiting = len(self.waiting)
         produced = n_decode
         self.t += duration
         t_end = self.t
@@ -528,6 +604,16 @@ class Scheduler:
             self._finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
             heapq.heappush(self.finish_heap, (self._finish_at[i], self.epoch[i], i))
             self._push_block_event(i)
+        self._record_run(1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced)
+
+    def _record_run(self, steps, batch, prefill, decode, waiting, produced) -> None:
+        """Record ``steps`` consecutive steps with the same batch size, prefill tokens,
+        decoding sequences, queue length and tokens produced."""
+        self.rec_repeat.append(steps)
+        self.rec_batch.append(batch)
+        self.rec_prefill.append(prefill)
+        self.rec_decode.append(decode)
+        self.rec_waiting.append(waiting)
         self.rec_tokens.append(produced)
 
     def _share_prefix(self, i: int) -> None:
@@ -580,16 +666,21 @@ class Scheduler:
             }
         )
         # np.asarray with a dtype first: pandas infers the type of a million-item list slowly.
+        repeat = np.asarray(self.rec_repeat, dtype=np.int64)
+
+        def per_step(runs: list[int]) -> np.ndarray:  # one value per run -> one per step
+            return np.repeat(np.asarray(runs, dtype=np.int64), repeat)
+
         steps = pd.DataFrame(
             {
                 "time": np.asarray(self.rec_time, dtype=float),
                 "duration_s": np.asarray(self.rec_dur, dtype=float),
-                "batch_size": np.asarray(self.rec_batch, dtype=np.int64),
-                "prefill_tokens": np.asarray(self.rec_prefill, dtype=np.int64),
-                "decode_seqs": np.asarray(self.rec_decode, dtype=np.int64),
+                "batch_size": per_step(self.rec_batch),
+                "prefill_tokens": per_step(self.rec_prefill),
+                "decode_seqs": per_step(self.rec_decode),
                 "kv_blocks": np.asarray(self.rec_blocks, dtype=np.int64),
-                "waiting": np.asarray(self.rec_waiting, dtype=np.int64),
-                "output_tokens": np.asarray(self.rec_tokens, dtype=np.int64),
+                "waiting": per_step(self.rec_waiting),
+                "output_tokens": per_step(self.rec_tokens),
             }
         )
         return requests, steps
