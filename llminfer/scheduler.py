@@ -7,6 +7,13 @@ each step the scheduler keeps a global decode counter and two heaps of future ev
 at which a sequence finishes, the step at which it needs its next block): a step costs
 O(events), not O(batch).
 
+Stretches of identical steps skip the loop's per-step Python: with nothing waiting and nothing
+prefilling, every step until the next arrival or finish decodes the same sequences. A long
+stretch is timed in one vectorised ``StepTimer.decode_steps`` call (``_run_decode_stretch``);
+the few steps left before the event run in a tight loop of scalar step times
+(``_run_decode_singles``), bit-identical to the main loop. Step records keep one entry per step
+only for what changes from step to step; the rest is stored once per run of identical steps.
+
 Per-token times cost no per-token Python either: every decode step gives one token to every
 decoding sequence, so the scheduler records the end time of each decode step once
 (``decode_end[k]`` ends the step that moved the counter to k + 1) and, per request, the counter
