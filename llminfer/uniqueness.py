@@ -58,7 +58,9 @@ def arrow_ids_unique(values) -> bool | None:
     masks = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 
     def word(j: int) -> np.ndarray:
-        raw = np.ascontiguousarray(windows[starts + 8 * j]).view("<u8").ravel()
+        # An id shorter than 8·j bytes has no word j (its mask is 0): read any byte in range.
+        at = np.minimum(starts + 8 * j, end - int(offsets[0]))
+        raw = np.ascontiguousarray(windows[at]).view("<u8").ravel()
         return raw & masks[np.clip(lengths - 8 * j, 0, 8)]
 
     if longest <= 7:  # the bytes and the length fit one word: the key is the id itself

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llminfer import read_requests, summarize
 from llminfer.logsets import GroupedSummary
@@ -216,3 +218,17 @@ def test_ids_unique_never_wrongly_true():
     frame.loc[7, "request_id"] = frame.loc[3, "request_id"]
     with pytest.raises(ValueError, match="duplicate request_id"):
         read_requests(frame)
+
+
+@given(
+    st.lists(st.text(max_size=20), min_size=2, max_size=60),
+    st.integers(min_value=0, max_value=3),
+)
+def test_ids_unique_proof_agrees_with_a_set(ids, cut):
+    values = pa.array(ids)[cut:]  # a sliced array starts mid-buffer
+    expected = len(set(values.to_pylist())) == len(values)
+    proven = arrow_ids_unique(values)
+    assert proven is None or (proven is True and expected)
+    short = all(len(v.encode()) <= 7 for v in values.to_pylist())
+    if expected and short:  # ids of up to 7 bytes get exact keys: always proven
+        assert proven is True

@@ -1,0 +1,166 @@
+"""What one log shows, measured once and shared by chapter 7's troubleshooting steps.
+
+``Observations`` holds the request log's metrics and signals (``llminfer.signals``: requests
+decoding together, prefill work overlapping each decode, work ahead at arrival, time windows,
+stalls in the token streams), the latency targets, the deployment when known, and which p90
+misses its target. The steps in ``llminfer.load_steps`` and ``llminfer.latency_steps`` read it
+and return one ``Finding`` each; ``llminfer.diagnose`` builds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from llminfer.findings import Finding
+from llminfer.hardware import GPU
+from llminfer.logs import RequestLog
+from llminfer.metrics import STALL_FACTOR
+from llminfer.models import Model
+from llminfer.procedure import ALONE_MIN
+from llminfer.scrape import ServerMetrics
+from llminfer.signals import (
+    decode_stalls,
+    decoding_together,
+    overlapping_prefill_tokens,
+    time_windows,
+    work_ahead,
+)
+from llminfer.simulate import EngineConfig
+from llminfer.suggestions import Setup, suggest
+
+
+def finite_percentile(values: np.ndarray, q: float) -> float:
+    """The ``q``-th percentile (``q`` in 0–100, numpy's linear interpolation) of the finite
+    values, NaN when there are none: a step reads p50/p90 of whatever the log measured.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    return float(np.percentile(values, q)) if values.size else float("nan")
+
+
+@dataclass
+class Observations:
+    """Everything the steps share: the log's metrics and signals, targets and deployment.
+
+    Built once per ``diagnose()`` call from ``request_metrics(log)`` (``m``) and the mask of
+    successful requests (``ok``); arrays such as ``ttft``/``tpot`` (s), ``prompts`` (tokens),
+    ``decoding`` and ``overlap`` hold the successful requests only. ``missed`` maps ``"ttft"``
+    and/or ``"tpot"`` to the p90 (s) that misses its target in ``slo``.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    log: RequestLog
+    m: pd.DataFrame
+    ok: np.ndarray
+    slo: dict[str, float]
+    model: Model | None
+    gpu: GPU | None
+    engine: EngineConfig | None
+    n_gpus: int
+    replicas: int
+    weight_dtype: str
+    kv_dtype: str
+    server: ServerMetrics | None
+
+    def __post_init__(self) -> None:
+        m, ok = self.m, self.ok
+        self.good = m[ok]
+        self.n_ok = int(ok.sum())
+        self.ttft = self.good["ttft_s"].to_numpy(float)
+        self.tpot = self.good["tpot_s"].to_numpy(float)
+        self.prompts = self.good["input_tokens"].to_numpy(float)
+        self.ttft_p90 = finite_percentile(self.ttft, 90)
+        self.tpot_p90 = finite_percentile(self.tpot, 90)
+        self.missed: dict[str, float] = {}
+        if self.ttft_p90 > self.slo["ttft_s"]:
+            self.missed["ttft"] = self.ttft_p90
+        if self.tpot_p90 > self.slo["tpot_s"]:
+            self.missed["tpot"] = self.tpot_p90
+        if self.n_ok < 3:
+            return
+        self.windows = time_windows(m, ok, self.slo)
+        self.decoding = decoding_together(m)[ok]
+        self.overlap = overlapping_prefill_tokens(self.good)
+        ahead_count, ahead_tokens = work_ahead(m)
+        self.ahead_count, self.ahead_tokens = ahead_count[ok], ahead_tokens[ok]
+        self.queue = self.good["queue_s"].to_numpy(float) if "queue_s" in self.good else None
+        self.own = self._own_prefill()
+        stalls = decode_stalls(self.log.requests, m, STALL_FACTOR)
+        self.stalls = None if stalls is None else stalls[ok]
+
+    @property
+    def deployment_known(self) -> bool:
+        return self.model is not None and self.gpu is not None
+
+    def setup(self) -> Setup:
+        return Setup(
+            engine=self.engine,
+            n_gpus=self.n_gpus,
+            replicas=self.replicas,
+            weight_dtype=self.weight_dtype,
+            kv_dtype=self.kv_dtype,
+            tpot_misses="tpot" in self.missed,
+            decoding_p50=finite_percentile(self.decoding, 50),
+        )
+
+    def _own_prefill(self) -> np.ndarray | None:
+        """Each request's own prefill time (s): measured with ``scheduled_ts``; else TTFT less
+        the wait, modelled from the requests that arrived to an empty queue (TTFT against
+        prompt length, a least-squares line); None when too few arrived alone."""
+        if self.queue is not None:
+            return self.good["prefill_s"].to_numpy(float)
+        alone = self.ahead_count < 1
+        if alone.sum() < ALONE_MIN:
+            return None
+        x, y = self.prompts[alone], self.ttft[alone]
+        keep = np.isfinite(x) & np.isfinite(y)
+        if np.ptp(x[keep]) > 0:
+            slope, intercept = np.polyfit(x[keep], y[keep], 1)
+            slope = max(slope, 0.0)
+        else:
+            slope, intercept = 0.0, float(np.median(y[keep]))
+        return np.minimum(np.maximum(slope * self.prompts + intercept, 0.0), self.ttft)
+
+    def overloaded_windows(self) -> pd.DataFrame:
+        w = self.windows
+        if w.empty:
+            return w
+        return w[w["overloaded"] & (w["ttft_p90_s"] > self.slo["ttft_s"])]
+
+    def suggestions(self, cause: str, detail: str = ""):
+        return suggest(cause, self.setup(), detail)
+
+    def too_few(self, step: str, need: int, what: str = "successful requests") -> Finding:
+        """A "can't tell" finding for ``step``: fewer than ``need`` ``what``."""
+        return Finding(
+            step,
+            "cant_tell",
+            {},
+            f"only {self.n_ok} {what}; this step needs at least {need} (p90 from fewer rests on a "
+            "handful of values)",
+            missing=(f"at least {need} {what}",),
+            samples=self.n_ok,
+            min_requests=need,
+        )
+
+    def slow_share(self, stage: np.ndarray) -> float:
+        """Of the slow requests (TTFT above the target), the share whose TTFT is mostly ``stage``
+        (more than half of it)."""
+        slow = (self.ttft > self.slo["ttft_s"]) & np.isfinite(stage)
+        return float((stage[slow] > self.ttft[slow] / 2).mean()) if slow.any() else float("nan")
+
+    def rates(self) -> tuple[float, float]:
+        """Served rate over the middle 80 % of completions, and the offered rate (requests/s)."""
+        end = np.sort(self.good["end_ts"].to_numpy(float))
+        start = self.m["start_ts"].to_numpy(float)
+        span = float(np.nanmax(start) - np.nanmin(start))
+        offered = (len(self.m) - 1) / span if span > 0 else float("inf")
+        lo, hi = int(0.1 * len(end)), int(0.9 * len(end))
+        served = (hi - lo) / (end[hi] - end[lo]) if end[hi] > end[lo] else float("inf")
+        return served, offered
