@@ -196,3 +196,36 @@ def test_read_summary_uses_summarize_keys_and_names_the_tools_figures():
     assert s.names["ttft_s_p99"] == "p99_ttft_ms" and s.names["e2e_s_mean"] == "mean_e2el_ms"
     assert isinstance(s.to_frame(), pd.DataFrame)
     assert np.isfinite(list(d.values())).all()
+
+
+def test_llmperf_leaderboard_layout_finds_its_summary(tmp_path):
+    """ray-project/llmperf-leaderboard keeps its raw data as ``raw_data/individual/<run>.json``
+    beside ``raw_data/summary/<run>.json`` (commit 3ecc0cbdd8d23522761dbe0d87bbf71517ac05a8,
+    e.g. ``groq_70b.json``); the run window comes from that summary, and every figure llmperf
+    reports — min, max and every quantile of its own inter_token_latency_s too — is reproduced."""
+    (tmp_path / "individual").mkdir()
+    (tmp_path / "summary").mkdir()
+    shutil.copy(FIX / "llama_550_150_individual_responses.json", tmp_path / "individual/run.json")
+    shutil.copy(FIX / "llama_550_150_summary.json", tmp_path / "summary/run.json")
+    log = read_requests(tmp_path / "individual/run.json")
+    summary = json.loads((FIX / "llama_550_150_summary.json").read_text())
+    assert _close(summarize(log).output_tps, summary["results_mean_output_throughput_token_per_s"])
+    table = compare_definitions(log, read_summary(tmp_path / "summary/run.json"))
+    for key in ("itl_s_min", "itl_s_max", "itl_s_p25", "itl_s_p90", "e2e_s_p75", "rps"):
+        assert _close(table.loc[key, "llminfer_value"], table.loc[key, "tool_value"]), key
+    assert not table.loc["itl_s_p90", "same_definition"]  # llmperf's ITL ≈ E2E/N, said so
+    assert "llmperf means" in table.loc["itl_s_p90", "note"]
+
+
+def test_rates_use_the_tools_window_when_the_log_has_none(tmp_path):
+    """A per-request file read alone holds no duration (llmperf's throughput is over the whole
+    test): set beside the tool's summary, the rates use the summary's window and say so."""
+    alone = tmp_path / "run.json"
+    shutil.copy(FIX / "llama_550_150_individual_responses.json", alone)
+    log = read_requests(alone)
+    assert math.isnan(summarize(log).output_tps)
+    table = compare_definitions(log, read_summary(FIX / "llama_550_150_summary.json"))
+    for key in ("output_tps", "rps", "window_s"):
+        assert _close(table.loc[key, "llminfer_value"], table.loc[key, "tool_value"]), key
+        assert "tool's window_s" in table.loc[key, "note"]
+    assert table.loc["n_failed", "rel_diff"] == 0 or table.loc["n_failed", "tool_value"] != 0
