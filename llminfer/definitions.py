@@ -177,8 +177,13 @@ def _against_tool(log: RequestLog, tool) -> pd.DataFrame:
                 note = "the log holds no run duration: llminfer's rates use the tool's window_s"
             elif own_window is None:
                 note = "llminfer's window: first request start → last end"
-        if not key.startswith(("tpot_s", "itl_s", "output_tps", "window_s")) and any(
-            "empty response" in a for a in log.source.assumptions
+        key_note = getattr(tool, "key_notes", {}).get(key, "")
+        if key_note:  # a figure the tool defines its own way: said on its row
+            note, same = (note + " " if note else "") + key_note, False
+        if (
+            getattr(tool, "empty_as_ok", True)
+            and not key.startswith(("tpot_s", "itl_s", "output_tps", "window_s"))
+            and any("empty response" in a for a in log.source.assumptions)
         ):
             note = (note + " " if note else "") + (
                 "requests with 0 output tokens are failed in llminfer, successful in the tool"
