@@ -329,3 +329,34 @@ def test_genai_perf_non_streaming_chat_completion_has_content(tmp_path):
     log = read_requests(path)
     assert log.n_failed == 0 and log.requests.loc[0, "output_tokens"] == 2
     assert summarize(log).to_dict()["ttft_s_mean"] == pytest.approx(0.25)
+
+
+def test_aiperf_v0_1_aggregate_under_records_with_null_stats(tmp_path):
+    """AIPerf v0.1's profile_export_aiperf.json nests each metric under ``records`` with its
+    ``tag`` and writes null for the statistics a count or a rate has (shape of ai-dynamo/aiperf
+    examples/artifacts/run1/profile_export_aiperf.json, commit
+    7c31f57933ad8a452db7737d05dba2b29cd6bf8c: 89 valid + 11 cancelled requests, 9.3178 s)."""
+
+    def block(tag, unit, avg, **stats):
+        nulls = dict.fromkeys(("min", "max", "p1", "p50", "p99", "std"))
+        return {"tag": tag, "unit": unit, "header": tag, "avg": avg, **nulls, **stats}
+
+    records = {
+        "error_request_count": block("error_request_count", "requests", 11.0),
+        "request_count": block("request_count", "requests", 89.0),
+        "ttft": block("ttft", "ms", 2343.2, min=464.7, max=3853.9, p50=2369.3, p99=3833.4),
+        "request_latency": block("request_latency", "ms", 9059.7, p50=9097.3, p99=9297.6),
+        "inter_token_latency": block("inter_token_latency", "ms", 27.76, p50=27.62, p99=33.73),
+        "benchmark_duration": block("benchmark_duration", "sec", 9.317788951),
+        "request_throughput": block("request_throughput", "requests/sec", 9.551622221540914),
+        "output_token_throughput": block("output_token_throughput", "tokens/sec", 2320.72),
+    }
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps({"records": records, "error_summary": [], "was_cancelled": False}))
+    assert detect_format(path) == "aiperf"
+    d = read_summary(path).to_dict()
+    assert d["n_requests"] == 100 and d["n_failed"] == 11
+    assert d["window_s"] == pytest.approx(9.317788951)
+    assert d["rps"] == pytest.approx(89 / 9.317788951, rel=1e-6)  # valid requests / duration
+    assert d["ttft_s_p99"] == pytest.approx(3.8334) and "ttft_s_p1" not in d  # nulls skipped
+    assert d["itl_s_mean"] == pytest.approx(0.02776)
