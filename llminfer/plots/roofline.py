@@ -86,7 +86,9 @@ def request_breakdown_chart(stages: Mapping[str, float], title: str = "") -> Fig
     ax.set_yticks([])
     ax.set_xlabel("time since the user pressed enter (s)")
     ax.set_title(title or f"One request: {total:.2f} s end to end")
-    ax.legend(ncols=len(stages), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.6))
+    # A figure legend "outside": constrained layout keeps room for it, so it shows wherever
+    # the figure is rendered (an axes legend pushed below the axes was cut off in widgets).
+    fig.legend(ncols=len(stages), fontsize=8, loc="outside lower center")
     return fig
 
 

@@ -5,12 +5,30 @@ with a pure function whenever a control changes, and draws ``.figure`` from the 
 can set ``explorer.controls["x"].value`` and assert on ``explorer.result`` without a kernel.
 Bad combinations never raise into the notebook: ``.error`` holds the message and the widget
 shows it in place of the result.
+
+Two rules keep the explorers right and quick in a real browser:
+
+* **No float crosses the wire.** A browser slider that holds a float sends its value back when
+  it is first drawn, with float noise (500 → 500.00000000000006); the kernel takes that as a
+  change and recomputes with the *stale* value, undoing what a later cell set. Integer sliders
+  round in the browser (``Math.round``), and a selection slider sends only an option's index,
+  so what comes back equals what was sent and no message is sent at all. The base class
+  therefore refuses float-valued controls; use :func:`choice_slider` for a grid of floats.
+* **A new picture is cheap.** Sliders send on release only (no burst of updates during a
+  drag); a picture already made for the same values comes from a small cache; the layout that
+  constrained layout computed for the first picture is reused for later pictures of the same
+  shape (that pass is half the cost of a picture), and the PNG is compressed lightly.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import math
+import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as W
@@ -18,33 +36,130 @@ from matplotlib.figure import Figure
 
 from llminfer.plots._figure import figure_png
 
+#: Controls whose value travels between browser and kernel as a float: refused (see above).
+FLOAT_CONTROLS = (W.FloatSlider, W.FloatLogSlider, W.FloatText, W.BoundedFloatText)
+#: Pictures kept per explorer, by control values (a learner moves back and forth).
+PICTURE_CACHE_SIZE = 32
+#: zlib level for the explorer's PNG: 1 is several times faster than matplotlib's 6 and the
+#: file is only slightly larger (flat-colour plots compress well at any level).
+PNG_COMPRESS_LEVEL = 1
+
+
+def choice_slider(
+    value: float, options: Sequence[float], description: str, fmt: str = "{:g}"
+) -> W.SelectionSlider:
+    """A slider over a fixed grid of float ``options`` (any unit) whose value never drifts.
+
+    The browser sends only the index of an option, so the value the kernel holds is always
+    one of ``options`` exactly. ``value`` joins the grid when it is not on it, so an explorer
+    accepts any finite starting value. Labels are ``fmt.format(option)``.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{description}: value={value!r} is not allowed; give a finite number")
+    grid = sorted({float(o) for o in options} | {float(value)})
+    return W.SelectionSlider(
+        options=[(fmt.format(o), o) for o in grid],
+        value=float(value),
+        description=description,
+    )
+
+
+def grid(low: float, high: float, steps: int) -> list[float]:
+    """``steps + 1`` evenly spaced values from ``low`` to ``high``, rounded to 10 decimals so
+    that 0.1 on the grid is the literal 0.1 a notebook cell would type.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    if steps < 1:
+        raise ValueError(f"steps={steps!r} is not allowed; give 1 or more")
+    return [round(low + (high - low) * i / steps, 10) for i in range(steps + 1)]
+
+
+def whole(value: float, name: str) -> int:
+    """``value`` as an int for an integer slider; ValueError naming ``name`` if it is not a
+    whole number (500.0 → 500; 500.5 is refused rather than silently truncated).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} is not allowed; give a whole number")
+    rounded = round(value)
+    if abs(value - rounded) > 1e-9 * max(1.0, abs(value)):
+        raise ValueError(f"{name}={value!r} is not allowed; give a whole number")
+    return int(rounded)
+
+
+def _layout_key(fig: Figure) -> tuple:
+    """What must match for a figure to reuse another's layout: size and axes grid."""
+    specs = []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        specs.append(None if spec is None else spec.get_geometry())
+    width, height = fig.get_size_inches()
+    return (round(width, 3), round(height, 3), tuple(specs), len(fig.legends))
+
 
 class Explorer(ABC):
-    """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``."""
+    """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
 
     title = ""
 
     def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
+        for name, control in controls.items():
+            if isinstance(control, FLOAT_CONTROLS):
+                raise TypeError(
+                    f"control {name!r} is a {type(control).__name__}: a float control's value "
+                    "comes back from the browser with float noise and undoes later changes; "
+                    "use an IntSlider or llminfer.widgets._explorer.choice_slider"
+                )
         self.controls = controls
         self.result: Any = None
         self.error: str | None = None
         self.figure: Figure | None = None
+        #: Seconds the last update spent computing and making its picture (kernel side).
+        self.last_update_s: float = 0.0
+        self._pictures: OrderedDict[tuple, tuple[Figure | None, bytes]] = OrderedDict()
+        self._layouts: dict[tuple, list] = {}
         self._summary = W.HTML()
+        self._summary.add_class("llminfer-summary")
+        # The values the shown result was computed from, as JSON: a browser test compares them
+        # with what each control shows. Hidden; it is data, not prose.
+        self._computed = W.HTML(layout=W.Layout(display="none"))
+        self._computed.add_class("llminfer-computed")
         self._image = W.Image(format="png", layout=W.Layout(max_width="900px"))
-        for control in controls.values():
+        self._image.add_class("llminfer-picture")
+        for name, control in controls.items():
             control.style.description_width = "initial"
+            control.layout.width = "100%"
+            control.add_class("llminfer-control")
+            control.add_class(f"llminfer-control-{name}")
+            if hasattr(control, "continuous_update"):
+                control.continuous_update = False  # a drag sends one value, on release
             control.observe(self._on_change, names="value")
         self.ui = W.VBox(
             [
                 W.HTML(f"<b>{html.escape(self.title)}</b>"),
                 W.GridBox(
                     list(controls.values()),
-                    layout=W.Layout(grid_template_columns="repeat(2, minmax(280px, 1fr))"),
+                    # Columns at least 420 px wide: a long description and the readout leave
+                    # the track room to move (two columns on a wide screen, one on a narrow).
+                    layout=W.Layout(
+                        grid_template_columns="repeat(auto-fit, minmax(420px, 1fr))",
+                        grid_gap="2px 16px",
+                    ),
                 ),
                 self._summary,
+                self._computed,
                 self._image,
             ]
         )
+        self.ui.add_class("llminfer-explorer")
+        self.ui.add_class(f"llminfer-{type(self).__name__}")
         self.update()
 
     def values(self) -> dict[str, Any]:
@@ -60,26 +175,67 @@ class Explorer(ABC):
         return html.escape(str(result))
 
     def draw(self, result: Any) -> Figure | None:
+        """The picture of ``result`` (a matplotlib Figure), or None for no picture."""
         return None
 
     def update(self) -> None:
         """Recompute the result from the controls and refresh summary and picture."""
+        start = time.perf_counter()
+        values = self.values()
+        self._computed.value = html.escape(json.dumps(values, default=str))
         try:
-            self.result = self.compute(**self.values())
+            self.result = self.compute(**values)
             self.error = None
         except ValueError as exc:
             self.result, self.figure, self.error = None, None, str(exc)
-            self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
             self._image.value = b""
+            self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
+            self.last_update_s = time.perf_counter() - start
             return
+        self.figure, png = self._picture(values)
+        self._image.value = png  # the picture first: it is what the eye waits for
         self._summary.value = self.describe(self.result)
-        self.figure = self.draw(self.result)
-        self._image.value = figure_png(self.figure) if self.figure is not None else b""
+        self.last_update_s = time.perf_counter() - start
+
+    def _picture(self, values: dict[str, Any]) -> tuple[Figure | None, bytes]:
+        """The figure and PNG for ``values``: from the cache, or drawn now."""
+        key = tuple(values.items())
+        try:
+            hit = self._pictures.pop(key)
+        except (KeyError, TypeError):  # TypeError: an unhashable value, never cached
+            hit = None
+        if hit is None:
+            figure = self.draw(self.result)
+            hit = (figure, b"" if figure is None else self._png(figure))
+        try:
+            self._pictures[key] = hit
+        except TypeError:
+            return hit
+        while len(self._pictures) > PICTURE_CACHE_SIZE:
+            self._pictures.popitem(last=False)
+        return hit
+
+    def _png(self, figure: Figure) -> bytes:
+        """PNG bytes of ``figure``, reusing the layout of an earlier figure of the same shape."""
+        key = _layout_key(figure)
+        positions = self._layouts.get(key)
+        if positions is not None and figure.get_layout_engine() is not None:
+            figure.set_layout_engine("none")
+            for ax, position in zip(figure.axes, positions, strict=True):
+                ax.set_position(position, which="both")
+        png = figure_png(figure, compress_level=PNG_COMPRESS_LEVEL)
+        if positions is None:
+            self._layouts[key] = [ax.get_position(original=True) for ax in figure.axes]
+        return png
 
     def _on_change(self, _change: dict) -> None:
         self.update()
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.ui)
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        # The widget view, with a plain-text stand-in that says what this is (where no widget
+        # can be drawn) instead of ipywidgets' VBox(children=(HTML(value=... .
+        bundle = self.ui._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = (
+            f"{type(self).__name__}: {self.title} (run the notebook to move its controls)"
+        )
+        return bundle
