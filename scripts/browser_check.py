@@ -136,8 +136,9 @@ def percentile(values: list[float], q: float) -> float | None:
 def later_cell_values(path: Path) -> list[tuple[str, dict]]:
     """The explorers a notebook displays, in order, with the values later cells give them.
 
-    An explorer is displayed by a code cell whose last line is a bare name assigned in that
-    cell; ``name.controls["x"].value = literal`` anywhere after it sets an expected value.
+    An explorer is displayed by a code cell whose last line is a bare name that the cell
+    assigns an ``...Explorer(`` or ``...Journey(`` to; ``name.controls["x"].value = literal``
+    anywhere after it sets an expected value.
     """
     import nbformat
 
@@ -150,7 +151,8 @@ def later_cell_values(path: Path) -> list[tuple[str, dict]]:
         lines = [ln for ln in cell.source.strip().splitlines() if ln.strip()]
         if lines and re.fullmatch(r"\w+", lines[-1].strip()):
             name = lines[-1].strip()
-            if re.search(rf"^{name}\s*=", cell.source, re.M) and name not in expected:
+            made = re.search(rf"^{name}\s*=.*(Explorer|Journey)\(", cell.source, re.M)
+            if made and name not in expected:
                 shown.append(name)
                 expected[name] = {}
         for var, control, literal in SET_VALUE.findall(cell.source):
@@ -185,9 +187,11 @@ def agrees(shown: dict, value) -> bool:
 
 
 class Lab:
-    """A JupyterLab server on 127.0.0.1 over a throw-away copy of the notebooks."""
+    """A JupyterLab server (or, with ``voila``, the Voila view of ``make present``) on
+    127.0.0.1 over a throw-away copy of the notebooks."""
 
-    def __init__(self, notebooks: list[Path]) -> None:
+    def __init__(self, notebooks: list[Path], voila: bool = False) -> None:
+        self.voila = voila
         self.tmp = Path(tempfile.mkdtemp(prefix="llminfer-browser-"))
         (self.tmp / "notebooks").mkdir()
         for path in notebooks:
@@ -202,14 +206,22 @@ class Lab:
         self.log = open(self.tmp / "lab.log", "w")  # noqa: SIM115 (closed in stop)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTERLAB_SETTINGS_DIR": str(settings)}
         env["JUPYTERLAB_WORKSPACES_DIR"] = str(self.tmp / "workspaces")
-        command = [
+        env["JUPYTER_PATH"] = str(ROOT / "present")  # the offline-safe Voila template
+        if voila:
+            command = [
+                sys.executable, "-m", "voila", str(self.tmp / "notebooks"), "--no-browser",
+                "--Voila.ip=127.0.0.1", f"--port={self.port}", "--template=llminfer",
+                "--strip_sources=True",
+            ]  # fmt: skip
+        else:
+            command = [
             sys.executable, "-m", "jupyterlab", "--no-browser",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.tmp}", "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ]  # fmt: skip
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            ]  # fmt: skip
+        if not voila and hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-root")
         self.proc = subprocess.Popen(
             command, cwd=self.tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT,
@@ -217,6 +229,8 @@ class Lab:
         )  # fmt: skip
 
     def url(self, path: str) -> str:
+        if self.voila:
+            return f"http://127.0.0.1:{self.port}/{path}"
         return f"http://127.0.0.1:{self.port}/{path}?token={self.token}"
 
     def wait_ready(self, deadline: float) -> None:
@@ -224,7 +238,8 @@ class Lab:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"JupyterLab exited; see {self.tmp / 'lab.log'}")
             try:
-                with urllib.request.urlopen(self.url("api/status"), timeout=2) as reply:
+                status = "" if self.voila else "api/status"
+                with urllib.request.urlopen(self.url(status), timeout=2) as reply:
                     if reply.status == 200:
                         return
             except OSError:
@@ -243,6 +258,18 @@ class Lab:
                 self.proc.wait(timeout=5)
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def open_voila(page, lab: Lab, name: str, deadline: float) -> None:
+    """Open a notebook's Voila view and wait until Voila has run it and shows the cells."""
+    remaining_ms = max(1_000, (deadline - time.monotonic()) * 1000)
+    page.goto(lab.url(f"voila/render/{name}"), timeout=remaining_ms)
+    page.wait_for_function(
+        """() => { const cells = document.querySelector('#rendered_cells');
+                   return cells && cells.style.display !== 'none'; }""",
+        timeout=remaining_ms,
+        polling=250,
+    )
 
 
 def run_all(page, lab: Lab, name: str, deadline: float) -> None:
@@ -390,7 +417,7 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
         outside: list[str] = []
         page.on("request", lambda r, seen=outside: note_outside(r.url, seen))
         try:
-            run_all(page, lab, path.name, deadline)
+            (open_voila if lab.voila else run_all)(page, lab, path.name, deadline)
             page.wait_for_timeout(1500)  # the sliders' first draw and any echo reach the kernel
             explorers = page.locator(".llminfer-explorer").all()
             if len(explorers) < len(expected):
@@ -418,10 +445,12 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
 
 def write_report(report: dict) -> tuple[Path, Path]:
     OUT.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = OUT / "browser_report.json", OUT / "browser_report.md"
+    stem = "browser_report_voila" if report["voila"] else "browser_report"
+    json_path, md_path = OUT / f"{stem}.json", OUT / f"{stem}.md"
     json_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
     lines = [
-        "# Explorers in a real browser (scripts/browser_check.py)",
+        "# Explorers in a real browser (scripts/browser_check.py"
+        + (" --voila: the Voila view of `make present`)" if report["voila"] else ", JupyterLab)"),
         "",
         f"{report['when']} · {report['cpus']} CPUs · load average {report['load_before']:.2f} "
         f"before, {report['load_after']:.2f} after · {report['seconds']:.0f} s · "
@@ -464,6 +493,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-p95-ms", type=float, default=150.0)
     parser.add_argument("--budget-s", type=float, default=600.0, help="whole run, seconds")
     parser.add_argument("--move-timeout-s", type=float, default=20.0)
+    parser.add_argument(
+        "--voila", action="store_true", help="check the Voila view of `make present` instead"
+    )
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     chromium = find_chromium()
@@ -477,7 +509,7 @@ def main(argv: list[str]) -> int:
         return 0
     started, load_before = time.monotonic(), load_average()
     deadline = started + args.budget_s - 30  # 30 s kept for shutting down and the report
-    lab = Lab(notebooks)
+    lab = Lab(notebooks, voila=args.voila)
     results = []
     version = "?"
     try:
@@ -529,6 +561,7 @@ def main(argv: list[str]) -> int:
         "seconds": time.monotonic() - started,
         "chromium_version": version,
         "max_p95_ms": args.max_p95_ms,
+        "voila": args.voila,
         "notebooks": results,
         "overall": {
             "moves": len(latencies),
@@ -542,6 +575,10 @@ def main(argv: list[str]) -> int:
     json_path, md_path = write_report(report)
     print(md_path.read_text())
     print(f"report: {json_path.relative_to(ROOT)}, {md_path.relative_to(ROOT)}")
+    checked = [e for nb in results for e in nb["explorers"]]
+    good = sum(e["rendered"] and e["reacted"] and not e["problems"] for e in checked)
+    bad = len(checked) - good + sum(1 for nb in results if nb["error"])
+    print(f"browser: {good} passed, {bad} failed")
     return 0 if report["passed"] else 1
 
 
