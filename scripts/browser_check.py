@@ -246,6 +246,20 @@ class Lab:
                 time.sleep(0.5)
         raise TimeoutError("JupyterLab did not start in time")
 
+    def shutdown_kernels(self) -> None:
+        """Shut down every kernel the server runs (a closed page leaves its kernel running)."""
+        if self.voila:
+            return  # Voila ends a page's kernel when the page goes
+        try:
+            with urllib.request.urlopen(self.url("api/kernels"), timeout=10) as reply:
+                kernels = json.load(reply)
+            for kernel in kernels:
+                request = urllib.request.Request(self.url(f"api/kernels/{kernel['id']}"))
+                request.method = "DELETE"
+                urllib.request.urlopen(request, timeout=10).close()
+        except OSError as exc:
+            print(f"browser check: could not shut kernels down: {exc}", file=sys.stderr)
+
     def stop(self) -> None:
         """SIGTERM to the server's process group (it shuts its kernels down), then SIGKILL."""
         if self.proc.poll() is None:
@@ -439,6 +453,7 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
                 break
         finally:
             context.close()
+            lab.shutdown_kernels()
     return {"notebook": path.name, "attempts": 2, "explorers": [], "outside_requests": [],
             "error": last_error}  # fmt: skip
 

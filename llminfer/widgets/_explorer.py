@@ -32,9 +32,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as W
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from llminfer.plots._figure import figure_png
+from llminfer.plots._figure import NotebookFigure, drawing_into, figure_png
 
 #: Controls whose value travels between browser and kernel as a float: refused (see above).
 FLOAT_CONTROLS = (W.FloatSlider, W.FloatLogSlider, W.FloatText, W.BoundedFloatText)
@@ -43,6 +45,8 @@ PICTURE_CACHE_SIZE = 32
 #: zlib level for the explorer's PNG: 1 is several times faster than matplotlib's 6 and the
 #: file is only slightly larger (flat-colour plots compress well at any level).
 PNG_COMPRESS_LEVEL = 1
+#: Padding around each axes in the layout the later pictures reuse, inches.
+LAYOUT_PAD_IN = 0.12
 
 
 def choice_slider(
@@ -120,11 +124,16 @@ class Explorer(ABC):
         self.controls = controls
         self.result: Any = None
         self.error: str | None = None
-        self.figure: Figure | None = None
         #: Seconds the last update spent computing and making its picture (kernel side).
         self.last_update_s: float = 0.0
-        self._pictures: OrderedDict[tuple, tuple[Figure | None, bytes]] = OrderedDict()
+        self._pictures: OrderedDict[tuple, bytes] = OrderedDict()
         self._layouts: dict[tuple, list] = {}
+        # One figure, drawn into again for every picture, on an Agg canvas of its own so the
+        # renderer (and matplotlib's text measurements cached per renderer) is reused.
+        self._canvas_figure = NotebookFigure()
+        FigureCanvasAgg(self._canvas_figure)
+        self._figure: Figure | None = None
+        self._figure_key: tuple | None = None  # the values self._figure was drawn for
         self._summary = W.HTML()
         self._summary.add_class("llminfer-summary")
         # The values the shown result was computed from, as JSON: a browser test compares them
@@ -187,33 +196,56 @@ class Explorer(ABC):
             self.result = self.compute(**values)
             self.error = None
         except ValueError as exc:
-            self.result, self.figure, self.error = None, None, str(exc)
+            self.result, self.error = None, str(exc)
+            self._figure, self._figure_key = None, None
             self._image.value = b""
             self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
             self.last_update_s = time.perf_counter() - start
             return
-        self.figure, png = self._picture(values)
-        self._image.value = png  # the picture first: it is what the eye waits for
+        self._image.value = self._picture(values)  # first: it is what the eye waits for
         self._summary.value = self.describe(self.result)
         self.last_update_s = time.perf_counter() - start
 
-    def _picture(self, values: dict[str, Any]) -> tuple[Figure | None, bytes]:
-        """The figure and PNG for ``values``: from the cache, or drawn now."""
+    @property
+    def figure(self) -> Figure | None:
+        """The matplotlib Figure of the current result (None after an error or without a
+        picture). The explorer draws into one figure again and again: copy what you keep."""
+        if self.error is not None:
+            return None
+        key = self._key(self.values())
+        if self._figure_key != key or key is None:
+            self._draw()
+            self._figure_key = key
+        return self._figure
+
+    @staticmethod
+    def _key(values: dict[str, Any]) -> tuple | None:
         key = tuple(values.items())
         try:
-            hit = self._pictures.pop(key)
-        except (KeyError, TypeError):  # TypeError: an unhashable value, never cached
-            hit = None
-        if hit is None:
-            figure = self.draw(self.result)
-            hit = (figure, b"" if figure is None else self._png(figure))
-        try:
-            self._pictures[key] = hit
-        except TypeError:
-            return hit
-        while len(self._pictures) > PICTURE_CACHE_SIZE:
-            self._pictures.popitem(last=False)
-        return hit
+            hash(key)
+        except TypeError:  # an unhashable value: never cached
+            return None
+        return key
+
+    def _draw(self) -> Figure | None:
+        with drawing_into(self._canvas_figure):
+            self._figure = self.draw(self.result)
+        return self._figure
+
+    def _picture(self, values: dict[str, Any]) -> bytes:
+        """PNG bytes for ``values``: from the cache, or drawn now."""
+        key = self._key(values)
+        if key is not None and key in self._pictures:
+            self._pictures.move_to_end(key)
+            return self._pictures[key]
+        figure = self._draw()
+        self._figure_key = key
+        png = b"" if figure is None else self._png(figure)
+        if key is not None:
+            self._pictures[key] = png
+            while len(self._pictures) > PICTURE_CACHE_SIZE:
+                self._pictures.popitem(last=False)
+        return png
 
     def _png(self, figure: Figure) -> bytes:
         """PNG bytes of ``figure``, reusing the layout of an earlier figure of the same shape."""
@@ -223,6 +255,10 @@ class Explorer(ABC):
             figure.set_layout_engine("none")
             for ax, position in zip(figure.axes, positions, strict=True):
                 ax.set_position(position, which="both")
+        elif positions is None and isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine):
+            # The first picture of a shape sets the layout for the later ones, whose tick
+            # labels may be wider: leave them room (inches; matplotlib's default pad is 3/72).
+            figure.get_layout_engine().set(w_pad=LAYOUT_PAD_IN, h_pad=LAYOUT_PAD_IN, wspace=0.06)
         png = figure_png(figure, compress_level=PNG_COMPRESS_LEVEL)
         if positions is None:
             self._layouts[key] = [ax.get_position(original=True) for ax in figure.axes]
