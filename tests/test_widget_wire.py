@@ -104,3 +104,11 @@ def test_the_browser_can_read_what_was_computed():
     assert "&quot;n_gpus&quot;: 2" in memory._computed.value
     assert "llminfer-explorer" in memory.ui._dom_classes
     assert memory._repr_mimebundle_()["text/plain"].startswith("MemoryExplorer: Memory budget")
+
+
+def test_the_message_area_shows_a_feasibility_warning_above_the_result():
+    memory = explorers.MemoryExplorer(model="llama-3.1-70b")  # 141 GB of bf16 weights, 80 GB
+    assert memory.result is not None and not memory.result.fits
+    assert memory.warning and "Not feasible" in memory._summary.value
+    memory.controls["n_gpus"].value = 4
+    assert memory.warning == "" and "Not feasible" not in memory._summary.value

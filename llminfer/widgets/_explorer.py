@@ -4,7 +4,9 @@ An ``Explorer`` holds its controls in ``.controls`` (name → ipywidget), recomp
 with a pure function whenever a control changes, and draws ``.figure`` from the result. A test
 can set ``explorer.controls["x"].value`` and assert on ``explorer.result`` without a kernel.
 Bad combinations never raise into the notebook: ``.error`` holds the message and the widget
-shows it in place of the result.
+shows it in place of the result. A result that could not run on real hardware (an ``Estimate``
+or ``MemoryPlan`` with ``fits`` False, or a table with a False ``fits`` column) keeps its
+numbers but ``.warning`` holds the reason and the widget shows it above them.
 
 Two rules keep the explorers right and quick in a real browser:
 
@@ -124,6 +126,7 @@ class Explorer(ABC):
         self.controls = controls
         self.result: Any = None
         self.error: str | None = None
+        self.warning = ""
         #: Seconds the last update spent computing and making its picture (kernel side).
         self.last_update_s: float = 0.0
         self._pictures: OrderedDict[tuple, bytes] = OrderedDict()
@@ -187,6 +190,23 @@ class Explorer(ABC):
         """The picture of ``result`` (a matplotlib Figure), or None for no picture."""
         return None
 
+    def feasibility_warning(self, result: Any) -> str:
+        """Why ``result`` describes a configuration that could not run, or "" when it could.
+
+        Looks for ``fits``/``reason`` on the result, on its ``estimate``, or in a table's
+        ``fits``/``reason`` columns. Subclasses override it for other kinds of result.
+        """
+        for obj in (result, getattr(result, "estimate", None)):
+            fits = getattr(obj, "fits", None)
+            if isinstance(fits, bool) and not fits:
+                return getattr(obj, "reason", "") or "this configuration does not fit"
+        columns = getattr(result, "columns", ())
+        if "fits" in columns and not result["fits"].all():
+            bad = result[~result["fits"].astype(bool)]
+            first = str(bad["reason"].iloc[0]) if "reason" in columns else ""
+            return f"{len(bad)} of {len(result)} rows do not fit" + (f": {first}" if first else "")
+        return ""
+
     def update(self) -> None:
         """Recompute the result from the controls and refresh summary and picture."""
         start = time.perf_counter()
@@ -196,14 +216,20 @@ class Explorer(ABC):
             self.result = self.compute(**values)
             self.error = None
         except ValueError as exc:
-            self.result, self.error = None, str(exc)
+            self.result, self.error, self.warning = None, str(exc), ""
             self._figure, self._figure_key = None, None
             self._image.value = b""
             self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
             self.last_update_s = time.perf_counter() - start
             return
         self._image.value = self._picture(values)  # first: it is what the eye waits for
-        self._summary.value = self.describe(self.result)
+        self.warning = self.feasibility_warning(self.result)
+        banner = (
+            f"<p style='color:#b00020'><b>⚠ Not feasible:</b> {html.escape(self.warning)}</p>"
+            if self.warning
+            else ""
+        )
+        self._summary.value = banner + self.describe(self.result)
         self.last_update_s = time.perf_counter() - start
 
     @property
