@@ -286,18 +286,27 @@ def open_voila(page, lab: Lab, name: str, deadline: float) -> None:
     )
 
 
+def ms_left(deadline: float, cap_s: float) -> float:
+    """Milliseconds to wait: at most ``cap_s``, never past the deadline (at least 1 s)."""
+    return max(1_000.0, min(cap_s, deadline - time.monotonic()) * 1000)
+
+
+def menu(page, top: str, item: str) -> None:
+    page.click(f".lm-MenuBar-itemLabel:text-is('{top}')")
+    page.click(f".lm-Menu-itemLabel:text-is('{item}')")
+
+
 def run_all(page, lab: Lab, name: str, deadline: float) -> None:
-    """Open a notebook, wait for its kernel, run all cells and wait until they finish."""
-    page.goto(lab.url(f"lab/tree/notebooks/{name}"), timeout=60_000)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-                 .some(p => p.textContent.includes('*'))""",
-        timeout=30_000,
+    """Open a notebook, wait for its kernel, clear the saved outputs (so every prompt and
+    explorer on the page comes from this run), run all cells and wait until they finish."""
+    # ?reset: a fresh workspace, not the tabs of the notebooks opened before.
+    page.goto(lab.url(f"lab/tree/notebooks/{name}") + "&reset", timeout=ms_left(deadline, 120))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=ms_left(deadline, 120))
+    page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=ms_left(deadline, 120)
     )
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    menu(page, "Run", "Run All Cells")
     remaining_ms = max(1_000, (deadline - time.monotonic()) * 1000)
     page.wait_for_function(
         """() => {
@@ -306,16 +315,16 @@ def run_all(page, lab: Lab, name: str, deadline: float) -> None:
                                             !/\\[\\d+\\]/.test(p.textContent));
              const idle = document.querySelector(
                ".jp-Notebook-ExecutionIndicator[data-status='idle']");
-             return !busy && idle;
+             const failed = document.querySelector(
+               ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']");
+             return (!busy && idle) || failed;
            }""",
         timeout=remaining_ms,
         polling=250,
     )
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     tracebacks = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']")
-    if tracebacks.count():
+    if tracebacks.count():  # stderr (warnings) is allowed; an error is not
         raise RuntimeError(f"{name}: a cell raised: {tracebacks.first.inner_text()[:300]}")
-    del errors  # stderr output (warnings) is allowed; errors are not
 
 
 def move(page, explorer, control, timeout_s: float) -> list[dict]:
@@ -430,8 +439,10 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
         page = context.new_page()
         outside: list[str] = []
         page.on("request", lambda r, seen=outside: note_outside(r.url, seen))
+        started = time.monotonic()
         try:
             (open_voila if lab.voila else run_all)(page, lab, path.name, deadline)
+            ran_s = time.monotonic() - started
             page.wait_for_timeout(1500)  # the sliders' first draw and any echo reach the kernel
             explorers = page.locator(".llminfer-explorer").all()
             if len(explorers) < len(expected):
@@ -446,16 +457,20 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
                 record["variable"] = expected[index][0] if index < len(expected) else None
                 records.append(record)
             return {"notebook": path.name, "attempts": attempt, "explorers": records,
-                    "outside_requests": outside, "error": None}  # fmt: skip
+                    "outside_requests": outside, "error": None, "run_s": ran_s,
+                    "moves_s": time.monotonic() - started - ran_s}  # fmt: skip
         except Exception as exc:
             last_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+            OUT.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(Exception):  # the picture helps; its absence is no error
+                page.screenshot(path=str(OUT / f"browser_failed_{path.stem}_{attempt}.png"))
             if time.monotonic() > deadline:
                 break
         finally:
             context.close()
             lab.shutdown_kernels()
     return {"notebook": path.name, "attempts": 2, "explorers": [], "outside_requests": [],
-            "error": last_error}  # fmt: skip
+            "error": last_error, "run_s": None, "moves_s": None}  # fmt: skip
 
 
 def write_report(report: dict) -> tuple[Path, Path]:
@@ -490,6 +505,11 @@ def write_report(report: dict) -> tuple[Path, Path]:
                 f"{ms(e['latency_ms_max'])} | {'; '.join(e['problems']) or '–'} |"
             )
     overall = report["overall"]
+    lines += ["", "| notebook | open + run all (s) | moves (s) | attempts |", "|---|---|---|---|"]
+    for nb in report["notebooks"]:
+        run_s = "–" if nb["run_s"] is None else f"{nb['run_s']:.0f}"
+        moves_s = "–" if nb["moves_s"] is None else f"{nb['moves_s']:.0f}"
+        lines.append(f"| {nb['notebook']} | {run_s} | {moves_s} | {nb['attempts']} |")
     lines += [
         "",
         f"All moves: p50 {ms(overall['latency_ms_p50'])} ms, p95 "
@@ -536,7 +556,8 @@ def main(argv: list[str]) -> int:
             for path in notebooks:
                 if time.monotonic() > deadline:
                     results.append({"notebook": path.name, "attempts": 0, "explorers": [],
-                                    "outside_requests": [], "error": "out of time"})  # fmt: skip
+                                    "outside_requests": [], "error": "out of time",
+                                    "run_s": None, "moves_s": None})  # fmt: skip
                     continue
                 print(f"browser check: {path.name} ...", flush=True)
                 results.append(check_notebook(browser, lab, path, deadline, args.move_timeout_s))
