@@ -246,15 +246,15 @@ class Lab:
                 time.sleep(0.5)
         raise TimeoutError("JupyterLab did not start in time")
 
-    def shutdown_kernels(self) -> None:
-        """Shut down every kernel the server runs (a closed page leaves its kernel running)."""
+    def end_sessions(self) -> None:
+        """End every session the server has (a closed page leaves its kernel running)."""
         if self.voila:
             return  # Voila ends a page's kernel when the page goes
-        try:
-            with urllib.request.urlopen(self.url("api/kernels"), timeout=10) as reply:
-                kernels = json.load(reply)
-            for kernel in kernels:
-                request = urllib.request.Request(self.url(f"api/kernels/{kernel['id']}"))
+        try:  # ending a session ends its kernel and forgets the notebook-kernel pairing
+            with urllib.request.urlopen(self.url("api/sessions"), timeout=10) as reply:
+                sessions = json.load(reply)
+            for session in sessions:
+                request = urllib.request.Request(self.url(f"api/sessions/{session['id']}"))
                 request.method = "DELETE"
                 urllib.request.urlopen(request, timeout=10).close()
         except OSError as exc:
@@ -302,9 +302,14 @@ def run_all(page, lab: Lab, name: str, deadline: float) -> None:
     # ?reset: a fresh workspace, not the tabs of the notebooks opened before.
     page.goto(lab.url(f"lab/tree/notebooks/{name}") + "&reset", timeout=ms_left(deadline, 120))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=ms_left(deadline, 120))
-    page.wait_for_selector(
-        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=ms_left(deadline, 120)
-    )
+    # JupyterLab may ask which kernel to start (seen under load): the notebook's own, python3.
+    idle = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-Dialog .jp-mod-accept"
+    page.wait_for_selector(idle, timeout=ms_left(deadline, 120))
+    if page.locator(".jp-Dialog .jp-mod-accept").count():
+        page.click(".jp-Dialog .jp-mod-accept")
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=ms_left(deadline, 120)
+        )
     menu(page, "Edit", "Clear Outputs of All Cells")
     menu(page, "Run", "Run All Cells")
     remaining_ms = max(1_000, (deadline - time.monotonic()) * 1000)
@@ -468,7 +473,7 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
                 break
         finally:
             context.close()
-            lab.shutdown_kernels()
+            lab.end_sessions()
     return {"notebook": path.name, "attempts": 2, "explorers": [], "outside_requests": [],
             "error": last_error, "run_s": None, "moves_s": None}  # fmt: skip
 
