@@ -10,12 +10,16 @@ numbers but ``.warning`` holds the reason and the widget shows it above them.
 
 Two rules keep the explorers right and quick in a real browser:
 
-* **No float crosses the wire.** A browser slider that holds a float sends its value back when
-  it is first drawn, with float noise (500 → 500.00000000000006); the kernel takes that as a
-  change and recomputes with the *stale* value, undoing what a later cell set. Integer sliders
-  round in the browser (``Math.round``), and a selection slider sends only an option's index,
-  so what comes back equals what was sent and no message is sent at all. The base class
-  therefore refuses float-valued controls; use :func:`choice_slider` for a grid of floats.
+* **A first draw sends nothing back.** A browser slider with ``continuous_update`` on passes
+  its own "update" event, which noUiSlider fires when the slider is created, back to the
+  kernel, and for a float the value carries noise (500 → 500.00000000000006): the kernel took
+  that as a change and recomputed with the *stale* value, undoing what a later cell had set
+  (issue 15; scripts/browser_check.py reproduces it). Two guards, each enough on its own:
+  sliders send on release only (``continuous_update=False``, which also debounces drags), and
+  no value crosses the wire as a float: integer sliders round in the browser
+  (``Math.round``) and a selection slider sends an option's index, so an echo would equal what
+  was sent. The base class refuses float-valued controls; :func:`choice_slider` offers a grid
+  of floats instead.
 * **A new picture is cheap.** Sliders send on release only (no burst of updates during a
   drag); a picture already made for the same values comes from a small cache; the layout that
   constrained layout computed for the first picture is reused for later pictures of the same
