@@ -46,6 +46,8 @@ def test_no_control_sends_a_float(name):
         assert isinstance(control, (W.IntSlider, W.SelectionSlider, W.Dropdown, W.Checkbox)), (
             f"{name}.{control_name} is a {type(control).__name__}"
         )
+        # The browser sends a slider's value only on release, never for its first draw.
+        assert getattr(control, "continuous_update", False) is False, f"{name}.{control_name}"
 
 
 def test_a_float_slider_is_refused_with_the_reason():
