@@ -1,4 +1,4 @@
-"""Chapter 7's case studies: five simulated services, each with one bottleneck and its cure.
+"""Chapter 7's case studies: simulated services, each with one known cause and its cure.
 
 Each ``CaseStudy`` is a seeded workload served by the simulator of chapter 5 on a stated
 deployment. ``scripts/make_case_studies.py`` writes their logs to ``data/case_<name>.csv``;
@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from llminfer.hardware import GPU
-from llminfer.models import Model
-from llminfer.presets import get_gpu, get_model
+import numpy as np
+import pandas as pd
+
+from llminfer.deployment import Deployment, simulate_deployment
 from llminfer.simulate import EngineConfig, SimResult, simulate
 from llminfer.workload import Empirical, LogNormal, Uniform, Workload
 
@@ -22,45 +23,51 @@ from llminfer.workload import Empirical, LogNormal, Uniform, Workload
 CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
 
 
+#: The engine the first five case studies were written for, spelled out (vLLM V0-like: no
+#: chunked prefill, no prefix caching), so a change of the EngineConfig defaults does not
+#: change them.
+V0_ENGINE = EngineConfig(
+    chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+)
+#: A vLLM-V1-like engine: chunked prefill on with a 2,048-token step budget.
+V1_ENGINE = EngineConfig(
+    chunked_prefill=True, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=2048
+)
+
+
 @dataclass(frozen=True)
-class Deployment:
-    """Where a case runs: model and GPU presets, GPU count, dtypes and engine settings.
+class RampWorkload(Workload):
+    """A workload whose arrival rate rises linearly from ``rate`` to ``rate_end`` requests/s
+    over the run (a Poisson process with that rising rate, drawn from the workload's seed):
+    the load of a service whose traffic grows through the day.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
 
-    model: str = "llama-3.1-8b"
-    gpu: str = "h100-sxm"
-    n_gpus: int = 1
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    engine: EngineConfig = field(default_factory=EngineConfig)
+    rate_end: float = 1.0
 
-    @property
-    def model_spec(self) -> Model:
-        return get_model(self.model)
-
-    @property
-    def gpu_spec(self) -> GPU:
-        return get_gpu(self.gpu)
-
-    def diagnose_kwargs(self) -> dict:
-        """The keyword arguments ``llminfer.diagnose.diagnose`` needs to know this deployment."""
-        return {
-            "model": self.model_spec,
-            "gpu": self.gpu_spec,
-            "engine": self.engine,
-            "n_gpus": self.n_gpus,
-            "weight_dtype": self.weight_dtype,
-            "kv_dtype": self.kv_dtype,
-        }
+    def requests(self) -> pd.DataFrame:
+        table = super().requests()
+        if self.rate is None or not self.rate_end > 0:
+            raise ValueError(f"rate_end={self.rate_end!r} needs rate= and must be > 0")
+        n = self.n_requests
+        # Cumulative intensity Λ(t) = r0·t + (r1 − r0)·t²/(2T), with T chosen so Λ(T) = n; unit
+        # Poisson arrivals u_k mapped through Λ⁻¹ give the ramp.
+        r0, r1 = float(self.rate), float(self.rate_end)
+        duration = 2 * n / (r0 + r1)
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(5)[4])
+        u = np.concatenate([[0.0], np.cumsum(rng.exponential(1.0, n - 1))])
+        a = (r1 - r0) / (2 * duration)
+        t = u / r0 if a == 0 else (-r0 + np.sqrt(r0**2 + 4 * a * u)) / (2 * a)
+        return table.assign(arrival_s=t)
 
 
 @dataclass(frozen=True)
 class CaseStudy:
-    """One simulated service: its story, workload, deployment, expected primary bottleneck
-    (``expected``, a ``diagnose`` step or None for a healthy service), and the change that
-    cures it (``fix``: fields of ``Deployment`` to replace, with ``fix_description``).
+    """One simulated service: its story, workload, deployment, the cause ``diagnose`` should
+    name (``expected``, one of ``llminfer.findings.CAUSES`` or None for a healthy service), and
+    the change that cures it (``fix``: fields of ``Deployment`` to replace, with
+    ``fix_description``). Every deployment spells out its ``EngineConfig``.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -78,8 +85,11 @@ class CaseStudy:
         return replace(self.deployment, **self.fix)
 
     def run(self, fixed: bool = False) -> SimResult:
-        """Simulate the case as found (or with its fix applied), same workload and seed."""
+        """Simulate the case as found (or with its fix applied), same workload and seed, on
+        one replica (see ``requests`` for several)."""
         d = self.fixed_deployment if fixed else self.deployment
+        if d.replicas != 1:
+            raise ValueError(f"replicas={d.replicas}: use CaseStudy.requests for several")
         return simulate(
             self.workload,
             d.model_spec,
@@ -89,6 +99,11 @@ class CaseStudy:
             weight_dtype=d.weight_dtype,
             kv_dtype=d.kv_dtype,
         )
+
+    def requests(self, deployment: Deployment | None = None) -> pd.DataFrame:
+        """The request log of this workload on ``deployment`` (default: as found), on as many
+        replicas as it has (``llminfer.deployment.simulate_deployment``)."""
+        return simulate_deployment(self.workload, deployment or self.deployment)
 
     @property
     def data_file(self) -> str:
@@ -105,7 +120,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             "healthy",
             "A chat assistant at 4 requests/s on one H100: short prompts, short answers.",
             Workload(600, rate=4, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=1),
-            Deployment(),
+            Deployment(engine=V0_ENGINE),
             expected=None,
         ),
         CaseStudy(
@@ -119,8 +134,8 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(256, 0.5, 8, 2048),
                 seed=2,
             ),
-            Deployment(),
-            expected="queueing",
+            Deployment(engine=V0_ENGINE),
+            expected="overload",
             fix={"n_gpus": 2},
             fix_description="serve it on two H100s with tensor parallelism (n_gpus=2)",
         ),
@@ -134,8 +149,8 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(128, 0.5, 8, 1024),
                 seed=3,
             ),
-            Deployment(),
-            expected="prefill",
+            Deployment(engine=V0_ENGINE),
+            expected="too_slow",
             fix={"n_gpus": 4},
             fix_description="split the model over four H100s (n_gpus=4): prefill FLOPs per GPU "
             "fall fourfold",
@@ -143,7 +158,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         CaseStudy(
             "kv_exhausted",
             "A summariser (2k-token prompts, 600-token answers, 4 requests/s) on an H100 the "
-            "engine was told to use only 30 % of (gpu_memory_utilization=0.3, e.g. to share it).",
+            "engine was told to use only 28 % of (gpu_memory_utilization=0.28, e.g. to share it).",
             Workload(
                 600,
                 rate=4,
@@ -151,9 +166,10 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(600, 0.4, 8, 4096),
                 seed=4,
             ),
-            Deployment(engine=EngineConfig(gpu_memory_utilization=0.3)),
-            expected="memory",
-            fix={"engine": EngineConfig(gpu_memory_utilization=0.9)},
+            # 28 % of the 81,559 MiB nvidia-smi reports leaves the KV cache about 5.8 GB
+            Deployment(engine=replace(V0_ENGINE, gpu_memory_utilization=0.28)),
+            expected="kv_pressure",
+            fix={"engine": replace(V0_ENGINE, gpu_memory_utilization=0.9)},
             fix_description="give the engine 90 % of the GPU (gpu_memory_utilization=0.9)",
         ),
         CaseStudy(
@@ -167,18 +183,84 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(48, 0.3, 16, 1024),
                 seed=5,
             ),
-            Deployment(),
-            expected="decode",
-            fix={"engine": EngineConfig(chunked_prefill=True, max_num_batched_tokens=512)},
+            Deployment(engine=V0_ENGINE),
+            expected="interference",
+            fix={"engine": replace(V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=512)},
             fix_description="turn on chunked prefill with a 512-token step budget, so long "
             "prompts are split and decodes keep running between the chunks",
+        ),
+        CaseStudy(
+            "head_of_line",
+            "A chat service on a V1-like engine (chunked prefill on, 2,048-token steps) where one "
+            "request in twenty pastes a 60k-token report: 1 request/s.",
+            Workload(
+                600,
+                rate=1.0,
+                prompt_tokens=Empirical((60000,) + (300,) * 19),
+                output_tokens=LogNormal(64, 0.3, 16, 1024),
+                seed=6,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="head_of_line",
+            fix={"n_gpus": 4},
+            fix_description="four H100s with tensor parallelism (n_gpus=4): each long prefill, "
+            "and so the wait behind it, shrinks about fourfold (routing long prompts to their "
+            "own replica would also do)",
+        ),
+        CaseStudy(
+            "busy",
+            "The 1k-token chat service on a V1-like engine (chunked prefill on) at 20 "
+            "requests/s: the server keeps up, TTFT is fine, TPOT is not.",
+            Workload(
+                1500,
+                rate=20,
+                prompt_tokens=LogNormal(1024, 0.5, 16, 8192),
+                output_tokens=LogNormal(256, 0.5, 8, 2048),
+                seed=7,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="overload",
+            fix={"replicas": 2},
+            fix_description="a second replica (replicas=2): each engine decodes half as many "
+            "requests together",
+        ),
+        CaseStudy(
+            "ramp",
+            "Traffic that grows from 3 to 40 requests/s over a minute (1k-token prompts, "
+            "256-token answers, V1-like engine): fine at first, overloaded at the end.",
+            RampWorkload(
+                1200,
+                rate=3,
+                rate_end=40,
+                prompt_tokens=LogNormal(1024, 0.5, 16, 8192),
+                output_tokens=LogNormal(256, 0.5, 8, 2048),
+                seed=8,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="overload",
+            fix={"n_gpus": 2},
+            fix_description="tensor parallelism over two H100s (n_gpus=2)",
+        ),
+        CaseStudy(
+            "slow_gpu",
+            "Llama-3.1-8B in BF16 on one L4 (300 GB/s) for a chat service with a 20 ms TPOT "
+            "target, at a light 0.3 requests/s.",
+            Workload(
+                300, rate=0.3, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=9
+            ),
+            Deployment(gpu="l4", engine=V1_ENGINE),
+            expected="too_slow",
+            fix={"weight_dtype": "fp8", "n_gpus": 2},
+            fix_description="FP8 weights on two L4s with tensor parallelism: a quarter of the "
+            "weight bytes per GPU per step",
         ),
     ]
 }
 
 
 def write_case_logs(directory: str | Path) -> list[Path]:
-    """Simulate every case study as found and write ``case_<name>.csv`` into ``directory``.
+    """Simulate every case study as found and write ``case_<name>.csv`` into ``directory``
+    (several replicas: one log, with a ``replica`` column).
 
     Times are written to the microsecond, which is far finer than any rule in ``diagnose``.
 
@@ -188,7 +270,7 @@ def write_case_logs(directory: str | Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for case in CASE_STUDIES.values():
-        requests = case.run().requests
+        requests = case.requests()
         path = directory / case.data_file
         requests.to_csv(path, index=False, float_format="%.6f")
         paths.append(path)

@@ -1,9 +1,14 @@
-"""Command line: ``python -m llminfer metrics FILE ...`` and ``python -m llminfer diagnose FILE``.
+"""Command line: ``python -m llminfer metrics FILE``, ``diagnose FILE``, ``models``, ``gpus``.
 
 Subcommands register themselves: each module-level ``register_<name>(subparsers)`` function
 listed in ``COMMANDS`` adds its parser and sets ``func`` (a callable taking the parsed
 arguments and returning an exit code). Another chapter adds a subcommand by writing one such
-function and appending it to ``COMMANDS``. Bad input exits 2 with the message on stderr.
+function and appending it to ``COMMANDS``.
+
+Exit codes: 0 done; 2 anything else — a bad command line, an unreadable or invalid log, no
+valid request left, or an internal error (then the line says so and asks for ``--debug``) —
+with exactly one ``error: …`` line on stderr naming the file and, where it applies, the row,
+file line, column and value, never a traceback (``--debug`` shows one); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,10 +18,18 @@ import json
 import math
 import re
 import sys
+import traceback
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from llminfer.logs import FORMATS, read_requests
+import pandas as pd
+
+from llminfer.bench.run import register_bench
+from llminfer.logs import FORMATS, TIME_UNITS, LogError, RequestLog, read_requests
 from llminfer.metrics import summarize
+from llminfer.models import check_tensor_parallel
+from llminfer.serve.run import register_serve
 from llminfer.units import DTYPE_BYTES
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
@@ -42,14 +55,55 @@ def parse_slo(text: str) -> dict[str, float]:
                 "DURATION like 500ms or 2s"
             )
         slo[key] = float(match.group(1)) * _SCALE[match.group(2)]
+        if not slo[key] > 0:
+            raise ValueError(f"--slo {part!r}: a latency target must be more than 0")
     if not slo:
         raise ValueError(f"--slo {text!r} names no target; e.g. ttft=500ms,tpot=50ms")
     return slo
 
 
+#: Rejected rows printed on stderr by ``--on-error report`` (``--rejected FILE`` writes all).
+SHOWN_REJECTED = 10
+
+
+class NoValidRequests(ValueError):
+    """``--on-error report`` left no request to analyse (exit 2).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+
+def _read_log(args: argparse.Namespace) -> RequestLog:
+    """Read the log the shared arguments name; report rejected rows; refuse an empty result."""
+    on_error = "report" if args.rejected else args.on_error
+    log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
+    _report_rejected(log, args)
+    if len(log) == 0:
+        raise NoValidRequests(
+            f"{args.file}: no valid request remains — all {log.rejected['row'].nunique()} "
+            "row(s) were rejected (reasons above)"
+        )
+    return log
+
+
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
-    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
+        from llminfer.logstream import summarize_stream
+
+        summary = summarize_stream(args.file, slo=slo, engine=args.engine)
+        print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
+        print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+        return 0
+    log = _read_log(args)
+    if args.by:
+        grouped = summarize(log, slo=slo, by=args.by)
+        if args.json:
+            print(grouped.table.to_json(orient="index", indent=2))
+        else:
+            print(f"# {log.source}")
+            print(grouped)
+        return 0
     summary = summarize(log, slo=slo)
     if args.json:
         flat = {
@@ -60,14 +114,17 @@ def _metrics(args: argparse.Namespace) -> int:
     else:
         print(f"# {log.source}")
         print(summary)
-    _report_rejected(log)
     return 0
 
 
 def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
     """The arguments every command that reads a log shares: the file, its format, the
     latency targets and what to do with bad rows."""
-    parser.add_argument("file", help="the log: .csv, .json or .jsonl")
+    parser.add_argument(
+        "file",
+        help="the log: .csv, .csv.gz, .parquet, .json or .jsonl; or a directory or a quoted glob "
+        "of CSV/CSV.gz/Parquet files (each request's file in column 'source')",
+    )
     parser.add_argument(
         "--format", default="auto", choices=[f for f in FORMATS if f != "dataframe"]
     )
@@ -76,17 +133,50 @@ def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
         "--on-error",
         default="raise",
         choices=["raise", "report"],
-        help="bad rows: stop (raise) or load the valid rows and list the rejected ones",
+        help="bad rows: stop at the first report (raise, the default) or load the valid rows, "
+        "count the rejected ones by reason and show the first few (report)",
+    )
+    parser.add_argument(
+        "--rejected",
+        metavar="FILE",
+        help="write every rejected row (row, line, column, value, reason) to FILE as CSV; "
+        "implies --on-error report",
+    )
+    parser.add_argument(
+        "--time-unit",
+        choices=list(TIME_UNITS),
+        help="unit of the times in a CSV log (default: seconds, refused if implausible)",
     )
 
 
-def _report_rejected(log) -> None:
-    if len(log.rejected):
-        print(
-            f"{log.rejected['row'].nunique()} row(s) rejected:\n"
-            + log.rejected.to_string(index=False),
-            file=sys.stderr,
-        )
+def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
+    """Counts by reason and the first rows on stderr; every row to ``--rejected FILE``."""
+    rejected = log.rejected
+    if args.rejected:
+        table = rejected
+        if log.source.format == "csv" and len(rejected):
+            from llminfer.logfile import record_lines
+
+            lines = record_lines(log.source.path, rejected["row"])
+            table = rejected.assign(line=rejected["row"].map(lines).astype("Int64"))
+            table = table[["row", "line", "column", "value", "reason"]]
+        Path(args.rejected).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.rejected, index=False)
+    if not len(rejected):
+        return
+    counts = rejected.groupby("reason", sort=False).size().sort_values(ascending=False)
+    out = [f"{rejected['row'].nunique()} row(s) rejected ({len(rejected)} problem(s)) by reason:"]
+    out += [f"  {n:>8,}  {reason}" for reason, n in counts.items()]
+    first = rejected.head(SHOWN_REJECTED)
+    with pd.option_context("display.max_colwidth", 60):
+        shown = first.to_string(index=False)
+    out.append(f"first {len(first)}:" if len(rejected) > len(first) else "all of them:")
+    out += ["  " + line for line in shown.splitlines()]
+    if args.rejected:
+        out.append(f"every rejected row is in {args.rejected}")
+    elif len(rejected) > len(first):
+        out.append("write every one to a file with --rejected FILE")
+    print("\n".join(out), file=sys.stderr)
 
 
 def register_metrics(subparsers) -> None:
@@ -102,36 +192,121 @@ def register_metrics(subparsers) -> None:
     )
     _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--by",
+        help="also one row per value of this column, e.g. --by source for a directory or glob",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="a log bigger than memory (Parquet/CSV files): exact summary in batched passes",
+    )
+    parser.add_argument(
+        "--engine", default="arrow", choices=["arrow", "duckdb"], help="batch reader for --stream"
+    )
     parser.set_defaults(func=_metrics)
+
+
+#: ``diagnose``'s exit status: what a script or CI job can test without parsing the report.
+DIAGNOSE_EXIT = {"ok": 0, "problem": 1, "bad input": 2, "not_enough_data": 3}
+_ENGINE_KEYS = {
+    "chunked_prefill": bool,
+    "prefix_caching": bool,
+    "max_num_seqs": int,
+    "max_num_batched_tokens": int,
+    "chunk": int,
+    "gpu_memory_utilization": float,
+    "block_size": int,
+    "policy": str,
+}
+_TRUE = {"on": True, "true": True, "1": True, "yes": True}
+_FALSE = {"off": False, "false": False, "0": False, "no": False}
+
+
+def parse_engine(text: str):
+    """``"chunked_prefill=on,chunk=2048,max_num_seqs=256,gpu_memory_utilization=0.9"`` → an
+    ``EngineConfig`` (names as in vLLM without the dashes; ``chunk`` is short for
+    ``max_num_batched_tokens``; booleans on/off). Settings not named keep vLLM V0-like values
+    (chunked prefill and prefix caching off, 256 sequences, 8,192 tokens per step).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    from llminfer.simulate import EngineConfig
+
+    values: dict = {
+        "chunked_prefill": False,
+        "prefix_caching": False,
+        "max_num_seqs": 256,
+        "max_num_batched_tokens": 8192,
+    }
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        name, value = name.strip().lower().replace("-", "_"), value.strip().lower()
+        kind = _ENGINE_KEYS.get(name)
+        if kind is None or not value:
+            raise ValueError(
+                f"--engine {part!r} is not NAME=VALUE with NAME in {', '.join(_ENGINE_KEYS)}"
+            )
+        try:
+            if kind is bool:
+                if value not in _TRUE and value not in _FALSE:
+                    raise ValueError
+                parsed = _TRUE.get(value, False)
+            else:
+                parsed = kind(value)
+        except ValueError:
+            raise ValueError(
+                f"--engine {part!r}: {name} must be "
+                + {bool: "on or off", int: "a whole number", float: "a number", str: "a word"}[kind]
+            ) from None
+        values["max_num_batched_tokens" if name == "chunk" else name] = parsed
+    try:
+        return EngineConfig(**values)
+    except ValueError as exc:
+        raise ValueError(f"--engine {text!r}: {exc}") from None
 
 
 def _diagnose(args: argparse.Namespace) -> int:
     from llminfer.diagnose import diagnose
     from llminfer.presets import get_gpu, get_model
+    from llminfer.scrape import read_scrape
 
     slo = parse_slo(args.slo) if args.slo else None
-    log = read_requests(args.file, format=args.format, on_error=args.on_error)
+    engine = parse_engine(args.engine) if args.engine is not None else None
     model = get_model(args.model) if args.model else None
     gpu = get_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
+    for name in ("n_gpus", "replicas"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)} must be ≥ 1")
+    if model is not None:
+        check_tensor_parallel(model, args.n_gpus, "--n-gpus")
+    server = [read_scrape(path) for path in args.metrics] if args.metrics else None
+    log = _read_log(args)
     report = diagnose(
         log,
         model=model,
         gpu=gpu,
+        engine=engine,
         slo=slo,
         n_gpus=args.n_gpus,
+        replicas=args.replicas,
         weight_dtype=args.weight_dtype,
         kv_dtype=args.kv_dtype,
+        server=server,
     )
-    print(f"# {log.source}")
-    print(report)
-    _report_rejected(log)
-    return 0
+    if args.json:
+        print(json.dumps({"source": str(log.source), **report.to_dict()}, indent=2))
+    else:
+        print(f"# {log.source}")
+        print(report)
+    return DIAGNOSE_EXIT[report.verdict]
 
 
 def register_diagnose(subparsers) -> None:
-    """Add ``diagnose FILE``: the troubleshooting procedure of chapter 7 on a log.
+    """Add ``diagnose FILE``: the troubleshooting procedure of chapter 7 on a log. Exit status
+    (``DIAGNOSE_EXIT``): 0 ok, 1 a problem was found, 2 bad input, 3 not enough data.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -139,19 +314,109 @@ def register_diagnose(subparsers) -> None:
         "diagnose",
         help="walk chapter 7's troubleshooting order over a request log",
         description="Diagnose a request log step by step (workload, failures, memory, "
-        "queueing, prefill, decode, saturation) and name the primary bottleneck.",
+        "queueing, prefill, decode, saturation), name the primary cause and suggest changes "
+        "that fit the deployment.",
+        epilog="exit status: 0 ok, 1 a problem was found, 2 bad input, 3 not enough data "
+        "(too few requests to judge). Example: diagnose log.csv --model llama-3.1-8b --gpu "
+        "h100-sxm --engine chunked_prefill=on,chunk=2048,max_num_seqs=256 --metrics "
+        "scrape.txt --json",
     )
-    _add_log_arguments(parser, "latency targets, e.g. ttft=1s,tpot=20ms (default 500ms, 50ms)")
-    parser.add_argument("--model", help="model preset, e.g. llama-3.1-8b (with --gpu)")
-    parser.add_argument("--gpu", help="GPU preset, e.g. h100-sxm (with --model)")
-    parser.add_argument("--n-gpus", type=int, default=1, help="GPUs (tensor parallel)")
+    _add_log_arguments(parser, "p90 latency targets, e.g. ttft=1s,tpot=20ms (default 500ms, 50ms)")
+    parser.add_argument("--model", help="model preset, e.g. llama-3.1-8b (with --gpu; see models)")
+    parser.add_argument("--gpu", help="GPU preset, e.g. h100-sxm (with --model; see gpus)")
+    parser.add_argument(
+        "--n-gpus", "--tp", dest="n_gpus", type=int, default=1,
+        help="GPUs per replica (tensor parallelism)",
+    )  # fmt: skip
+    parser.add_argument("--replicas", type=int, default=1, help="replicas behind a balancer")
     parser.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES))
     parser.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES))
+    parser.add_argument(
+        "--engine",
+        help="engine settings, e.g. chunked_prefill=on,chunk=2048,max_num_seqs=256,"
+        "gpu_memory_utilization=0.9 (unknown if omitted: suggestions then say 'if')",
+    )
+    parser.add_argument(
+        "--metrics",
+        action="append",
+        metavar="SCRAPE",
+        help="a saved vLLM /metrics scrape (curl -s HOST:8000/metrics > scrape.txt); give it "
+        "twice (before and after the run) to count preemptions during the run",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=_diagnose)
 
 
+def _presets(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+
+    if args.command == "models":
+        rows = []
+        for key in list_models():
+            m = get_model(key)
+            rows.append(
+                {
+                    "key": key,
+                    "name": m.name,
+                    "params_b": round(m.n_params / 1e9, 2),
+                    "layers": m.n_layers,
+                    "kv_heads": m.n_kv_heads,
+                    "max_context": m.max_context,
+                }
+            )
+    else:
+        rows = []
+        for key in list_gpus():
+            g = get_gpu(key)
+            rows.append(
+                {
+                    "key": key,
+                    "name": g.name,
+                    "memory_gib": round(g.memory_bytes / 2**30, 1),
+                    "bandwidth_tb_s": round(g.memory_bandwidth / 1e12, 2),
+                    "bf16_tflops": round(g.bf16_flops / 1e12, 1) if g.bf16_flops else None,
+                }
+            )
+    if args.json:
+        full = [
+            dataclasses.asdict(get_model(k) if args.command == "models" else get_gpu(k))
+            for k in (list_models() if args.command == "models" else list_gpus())
+        ]
+        print(json.dumps([{"key": r["key"], **f} for r, f in zip(rows, full, strict=True)],
+                         indent=2))  # fmt: skip
+    else:
+        import pandas as pd
+
+        print(pd.DataFrame(rows).to_string(index=False))
+    return 0
+
+
+def register_presets(subparsers) -> None:
+    """Add ``models`` and ``gpus``: list the presets ``--model`` and ``--gpu`` accept.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    for name, what in (("models", "model architectures"), ("gpus", "GPUs")):
+        parser = subparsers.add_parser(
+            name,
+            help=f"list the {what} presets (names for --{name[:-1]})",
+            description=f"List the {what} llminfer ships (llminfer/presets), with their key "
+            "figures; --json gives every field and its source.",
+        )
+        parser.add_argument("--json", action="store_true", help="every field, as JSON")
+        parser.set_defaults(func=_presets)
+
+
 #: Every subcommand's register function; append one to add a subcommand.
-COMMANDS: list[Callable] = [register_metrics, register_diagnose]
+COMMANDS: list[Callable] = [
+    register_metrics,
+    register_diagnose,
+    register_presets,
+    register_bench,
+    register_serve,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,22 +427,64 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, show the Python traceback too (may also follow the subcommand)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 on bad input, message on stderr).
+def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> str:
+    """The one ``error: …`` line for an exception: command-line wording, the file named, no
+    line breaks.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    if isinstance(exc, LogError):
+        text = exc.cli_message()
+    elif isinstance(exc, (ValueError, OSError)):
+        text = str(exc) or type(exc).__name__
+    else:
+        command = getattr(args, "command", None) or "the command"
+        text = (
+            f"internal error in {command}: {type(exc).__name__}: {exc}. This is a bug in "
+            "llminfer, not in your input as far as it can tell; run again with --debug and "
+            "report the traceback"
+        )
+    text = " ".join(text.split())  # one line, whatever the message held
+    file = getattr(args, "file", None)
+    if file and file not in text:
+        text = f"{file}: {text}"
+    return f"error: {text}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the module docstring).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere on the line, before or after the subcommand
+    argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)  # argparse itself exits 2 on a bad command line
     try:
-        return args.func(args)
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        with warnings.catch_warnings():
+            if not debug:  # numpy/pandas arithmetic warnings say nothing to a CLI user
+                warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        print(error_line(exc, args), file=sys.stderr)
+        # 2 for every failure: even a bug is met on the user's input, and scripts that call
+        # the command line test one code; the line itself says "internal error" for a bug.
         return 2
 
 

@@ -12,10 +12,14 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from llminfer.units import GiB, MiB, check_dtype
+
+if TYPE_CHECKING:
+    from llminfer.steptime import StepModel
 
 #: The compute formats a GPU may list a dense peak for; fp32 is the non-tensor rate.
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4", "fp32")
@@ -25,7 +29,11 @@ COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4", "fp32")
 class GPU:
     """One accelerator.
 
-    - ``memory_bytes``: device memory in bytes (as marketed: "80 GB" = 80·10^9).
+    - ``memory_bytes``: device memory in bytes as the driver reports it (``nvidia-smi``'s
+      total): an "80 GB" H100 has 81,559 MiB = 85.5·10^9 bytes ≈ 79.6 GiB.
+    - ``marketed_memory_bytes``: the data sheet's label in bytes ("80 GB" = 80·10^9; vendors
+      mean GiB-ish sizes by it), None when unknown. Only for display; every plan uses
+      ``memory_bytes``.
     - ``memory_bandwidth``: peak memory bandwidth in bytes/s.
     - ``<dtype>_flops``: dense peak FLOP/s (OP/s for int8) for that format, None when the chip
       has no fast path for it.
@@ -33,6 +41,9 @@ class GPU:
       direction**, None without one. ``pcie_bandwidth``: host link, bytes/s per direction.
     - ``sm_count``: streaming multiprocessors (AMD: compute units); ``shared_memory_per_sm``:
       the on-chip SRAM one SM can give a kernel as shared memory, bytes. Both None when unknown.
+    - ``step_model``: the realistic step-time constants measured on this chip
+      (``llminfer.steptime.StepModel``, e.g. from ``llminfer.calibration``); None uses
+      ``DEFAULT_STEP_MODEL``.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
@@ -50,7 +61,9 @@ class GPU:
     pcie_bandwidth: float | None = None
     sm_count: int | None = None
     shared_memory_per_sm: float | None = None
+    marketed_memory_bytes: float | None = field(default=None, compare=False)
     source: str = field(default="custom", compare=False)
+    step_model: StepModel | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -65,6 +78,11 @@ class GPU:
         self._check_optional_positive("pcie_bandwidth")
         self._check_optional_positive("sm_count")
         self._check_optional_positive("shared_memory_per_sm")
+        self._check_optional_positive("marketed_memory_bytes")
+        from llminfer.steptime import StepModel  # here: steptime needs this module first
+
+        if self.step_model is not None and not isinstance(self.step_model, StepModel):
+            raise ValueError(f"step_model={self.step_model!r} must be a StepModel or None")
 
     def _check_optional_positive(self, name: str) -> None:
         value = getattr(self, name)

@@ -12,9 +12,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from llminfer.hardware import GPU
+from llminfer.memory import plan_memory
 from llminfer.models import Model
 from llminfer.roofline import (
     IDEAL,
@@ -25,6 +27,7 @@ from llminfer.roofline import (
     bound,
     compute_dtype,
 )
+from llminfer.steptime import StepModel
 from llminfer.units import format_duration
 from llminfer.validate import check_int
 
@@ -37,6 +40,11 @@ class Estimate:
     ``tpot_s``: mean of the N−1 decode steps, step k (k = 1..N−1) attending to prompt + k − 1
     cached tokens (0 when N = 1). ``e2e_s = ttft_s + (N − 1) · tpot_s``. ``*_bound``: the limit
     that sets most of that phase's time. ``ideal``: the same at 100 % of every peak.
+    ``fits`` is False when the configuration could not run at all, and ``reason`` (empty when
+    it fits) says why: the weights plus the KV cache of the timed batch (``batch`` sequences
+    of prompt + output tokens) exceed the GPUs' memory (``plan_memory`` with vLLM's default
+    ``gpu_memory_utilization=0.9``), or prompt + output exceed the model's context. The times
+    of an estimate that does not fit are what the arithmetic gives, not what any GPU would do.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -54,8 +62,10 @@ class Estimate:
     decode_bound: str
     prefill_cost: Cost
     decode_cost: Cost
-    efficiency: Efficiency
+    efficiency: Efficiency | StepModel
     ideal: Estimate | None = None
+    fits: bool = True
+    reason: str = ""
 
     @property
     def tokens_per_s(self) -> float:
@@ -70,25 +80,24 @@ class Estimate:
             f"TTFT {format_duration(self.ttft_s)} ({self.prefill_bound}-bound), "
             f"TPOT {format_duration(self.tpot_s)} ({self.decode_bound}-bound), "
             f"E2E {format_duration(self.e2e_s)}"
+            + ("" if self.fits else f"\n  ⚠ DOES NOT FIT: {self.reason}")
         )
 
 
 def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimate:
     pairs = attended_pairs(prompt, 0)
-    t_c, t_m, t_x = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
-    ttft = max(t_c, t_m) + t_x
+    t_c, t_m, _ = timer.breakdown(batch * prompt, batch * pairs, 0, 0)
+    ttft = timer(batch * prompt, batch * pairs, 0, 0)
     prefill_bound = "compute" if t_c >= t_m else "memory"
-    total = compute_time = memory_time = 0.0
-    for k in range(1, output):
-        t_c, t_m, t_x = timer.breakdown(0, 0, batch, batch * (prompt + k - 1))
-        total += max(t_c, t_m) + t_x
-        if t_c >= t_m:
-            compute_time += t_c
-        else:
-            memory_time += t_m
-    if output == 1:  # no decode step: report the one that would come next
-        t_c, t_m, _ = timer.breakdown(0, 0, batch, batch * prompt)
-        compute_time, memory_time = t_c, t_m
+    if output > 1:
+        context = batch * (prompt + np.arange(output - 1, dtype=float))
+        total = float(timer.decode_steps(batch, context).sum())
+        t_c, t_m, _ = timer.breakdown(0, 0, batch, context)
+        compute_time = float(np.where(t_c >= t_m, t_c, 0.0).sum())
+        memory_time = float(np.where(t_c >= t_m, 0.0, t_m).sum())
+    else:  # no decode step: report the one that would come next
+        total = 0.0
+        compute_time, memory_time, _ = timer.breakdown(0, 0, batch, batch * prompt)
     tpot = total / (output - 1) if output > 1 else 0.0
     return Estimate(
         model=timer.model.name,
@@ -108,6 +117,49 @@ def _estimate(timer: StepTimer, batch: int, prompt: int, output: int) -> Estimat
     )
 
 
+def feasibility(
+    model: Model,
+    gpu: GPU,
+    prompt_tokens: int,
+    output_tokens: int,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+) -> str:
+    """Why ``batch`` requests of ``prompt_tokens`` + ``output_tokens`` could not run on
+    ``n_gpus`` × ``gpu``, or "" when they could.
+
+    Two checks: prompt + output within ``model.max_context``, and ``plan_memory`` (weights,
+    reserve and the KV cache of ``batch`` sequences of prompt + output tokens, at vLLM's
+    default ``gpu_memory_utilization=0.9``) fits. Llama-3.1-405B on one L4 fails the second:
+    its 810 GB of BF16 weights are 35 times the card's 22.5 GiB.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
+    total = check_int("prompt_tokens", prompt_tokens, 1) + check_int(
+        "output_tokens", output_tokens, 1
+    )
+    problems = []
+    if total > model.max_context:
+        problems.append(
+            f"prompt + output = {total:,} tokens exceed {model.name}'s context of "
+            f"{model.max_context:,} tokens"
+        )
+    plan = plan_memory(
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        context_tokens=total,
+        concurrency=check_int("batch", batch, 1),
+    )
+    if not plan.fits:
+        problems.append(plan.reason)
+    return "; ".join(problems)
+
+
 def estimate_latency(
     model: Model,
     gpu: GPU,
@@ -117,13 +169,16 @@ def estimate_latency(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> Estimate:
     """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
 
     Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
-    steps (see ``Estimate``). ``efficiency`` defaults to ``DEFAULT_EFFICIENCY``; ``.ideal``
-    holds the physical floor at 100 % of the peaks. Queueing and network time are not included.
+    steps (see ``Estimate``). ``efficiency`` defaults to the realistic step model
+    (``llminfer.steptime.DEFAULT_STEP_MODEL``, or the GPU's own from ``calibrate``); pass an
+    ``Efficiency`` or a number for the plain roofline at those fractions. ``.ideal`` holds the
+    physical floor at 100 % of the peaks. Queueing and network time are not included.
+    ``.fits`` / ``.reason`` say whether the configuration could run at all (``feasibility``).
     Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
     ideal TPOT is ≈ 4.79 ms (≈ 209 tokens/s).
 
@@ -134,8 +189,14 @@ def estimate_latency(
     check_int("batch", batch, 1)
     timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
     ideal_timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
-    ideal = _estimate(ideal_timer, batch, prompt_tokens, output_tokens)
-    return replace(_estimate(timer, batch, prompt_tokens, output_tokens), ideal=ideal)
+    reason = feasibility(
+        model, gpu, prompt_tokens, output_tokens, batch, weight_dtype, kv_dtype, n_gpus
+    )
+    ideal = replace(
+        _estimate(ideal_timer, batch, prompt_tokens, output_tokens), fits=not reason, reason=reason
+    )
+    estimate = _estimate(timer, batch, prompt_tokens, output_tokens)
+    return replace(estimate, ideal=ideal, fits=not reason, reason=reason)
 
 
 # --- tables behind chapter 2's plots -------------------------------------------------------
@@ -149,12 +210,14 @@ def decode_batch_table(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
     Columns: batch, step_s, ideal_step_s, bound ("compute"/"memory" at peak rates),
-    tokens_per_s (batch ÷ step, the whole GPU's output rate).
+    tokens_per_s (batch ÷ step, the whole GPU's output rate), fits (the weights and ``batch``
+    sequences of ``context_tokens`` fit the GPUs, see ``feasibility``), reason ("" when it
+    fits).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -172,9 +235,17 @@ def decode_batch_table(
                 "ideal_step_s": ideal(0, 0, b, b * context_tokens),
                 "bound": bound(timer.cost(0, 0, b, b * context_tokens), gpu),
                 "tokens_per_s": b / step,
+                **_fits(model, gpu, context_tokens, b, weight_dtype, kv_dtype, n_gpus),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _fits(model, gpu, context, batch, weight_dtype, kv_dtype, n_gpus) -> dict[str, object]:
+    # a decode step over sequences of `context` tokens: check the model holds that context
+    # and the memory holds the batch (the first output token is already in the context)
+    reason = feasibility(model, gpu, max(1, context - 1), 1, batch, weight_dtype, kv_dtype, n_gpus)
+    return {"fits": not reason, "reason": reason}
 
 
 def prefill_table(
@@ -182,26 +253,33 @@ def prefill_table(
     gpus: Sequence[GPU],
     prompt_tokens: Sequence[int],
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
 
-    Columns: gpu, prompt_tokens, ttft_s, bound.
+    Columns: gpu, prompt_tokens, ttft_s, ms_per_token (ttft ÷ prompt tokens, in ms: flat while
+    the weights' matrix multiplies dominate, rising once attention's T² term does), bound
+    ("compute"/"memory" at peak rates: short prompts are memory-bound),
+    fits, reason (see ``feasibility``).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     rows = []
     for gpu in gpus:
         timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        ideal = StepTimer(model, gpu, 1, weight_dtype, "bf16", IDEAL)
         for p in prompt_tokens:
             pairs = attended_pairs(check_int("prompt_tokens", p, 1), 0)
-            t_c, t_m, _ = timer.breakdown(p, pairs, 0, 0)
+            t_c, t_m, _ = ideal.breakdown(p, pairs, 0, 0)
+            ttft = timer(p, pairs, 0, 0)
             rows.append(
                 {
                     "gpu": gpu.name,
                     "prompt_tokens": p,
-                    "ttft_s": max(t_c, t_m),
+                    "ttft_s": ttft,
+                    "ms_per_token": ttft / p * 1e3,
                     "bound": "compute" if t_c >= t_m else "memory",
+                    **_fits(model, gpu, p + 1, 1, weight_dtype, "bf16", 1),
                 }
             )
     return pd.DataFrame(rows)
@@ -213,12 +291,13 @@ def gpu_comparison(
     prompt_tokens: int,
     output_tokens: int,
     weight_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
 ) -> pd.DataFrame:
     """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
 
     Columns: gpu, tflops (dense, the compute format used), bandwidth_tb_s, ttft_s, tpot_s,
-    tokens_per_s, prefill_bound, decode_bound. Indexed by GPU name.
+    tokens_per_s, prefill_bound, decode_bound, fits, reason (see ``Estimate``). Indexed by
+    GPU name.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -242,6 +321,8 @@ def gpu_comparison(
                 "tokens_per_s": est.tokens_per_s,
                 "prefill_bound": est.prefill_bound,
                 "decode_bound": est.decode_bound,
+                "fits": est.fits,
+                "reason": est.reason,
             }
         )
     return pd.DataFrame(rows).set_index("gpu")

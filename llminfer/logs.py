@@ -8,8 +8,10 @@ The schema (times in seconds on any one clock, token counts as integers):
 ``status``
     ``"ok"`` or ``"failed"``. Always present after loading: a request is failed when its
     ``status`` says so (``failed``/``failure``/``error``/``cancelled``) or its ``error`` text is
-    non-empty. Failed requests stay in the log — counted, excluded from latency statistics —
-    and may lack ``first_token_ts``, ``end_ts`` and token counts (missing counts load as 0).
+    non-empty. A blank status (missing, empty or only spaces) means "not stated": ok unless
+    ``error`` has text. Failed requests stay in the log — counted, excluded from latency
+    statistics — and may lack ``first_token_ts``, ``end_ts`` and token counts (missing counts
+    load as 0).
 ``error``
     optional free text, why a request failed.
 ``scheduled_ts``
@@ -23,19 +25,25 @@ The schema (times in seconds on any one clock, token counts as integers):
     optional, per request an integer array parallel to ``token_ts``: tokens in each chunk
     (absent means one token per chunk).
 
+``request_id`` is text exactly as written: ``NA``, ``null`` and ``007`` are ids; a blank id is
+missing. Times are seconds unless ``time_unit`` says otherwise (``TIME_UNIT_RULE``). How a CSV
+file is decoded (compression, encoding, delimiter) and where its rows lie is ``llminfer.logfile``.
+
 Any other column is kept as it is (a simulator may add ``preemptions``, ``cached_prefix_tokens``).
-The importers for vLLM, GenAI-Perf, AIPerf and llmperf exports live in ``llminfer.importers``.
+The importers for vLLM, SGLang, AIPerf, GenAI-Perf, llmperf and GuideLLM exports live in
+``llminfer.importers`` (one module per tool).
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass, field
+import difflib
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pandas._libs.parsers import STR_NA_VALUES  # the texts read_csv takes as missing
+
+from llminfer import logfile
 
 #: The article's columns, in its order: every log has them.
 ARTICLE_COLUMNS = (
@@ -49,7 +57,18 @@ ARTICLE_COLUMNS = (
 #: Optional columns with a meaning (see the module docstring); others are kept untouched.
 OPTIONAL_COLUMNS = ("status", "error", "scheduled_ts", "token_ts", "chunk_tokens")
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
-FORMATS = ("auto", "csv", "dataframe", "vllm", "genai-perf", "aiperf", "llmperf")
+FORMATS = (
+    "auto",
+    "csv",
+    "parquet",
+    "dataframe",
+    "vllm",
+    "sglang",
+    "genai-perf",
+    "aiperf",
+    "llmperf",
+    "guidellm",
+)
 ON_ERROR = ("raise", "report")
 
 _TIME_COLUMNS = ("start_ts", "first_token_ts", "end_ts")
@@ -60,6 +79,7 @@ REJECTED_COLUMNS = ("row", "column", "value", "reason")
 #: Largest token count accepted: beyond 2**53 a float no longer holds every whole number (and
 #: no model reads that many tokens), so larger counts are reported, not silently rounded.
 MAX_TOKENS = 2**53
+_SHOWN = 5  # rejected rows a message shows
 #: The dtype pandas gives text (``str`` from pandas 3 on, ``object`` before).
 _TEXT_DTYPE = pd.Series(["text"]).dtype
 
@@ -68,12 +88,19 @@ _TEXT_DTYPE = pd.Series(["text"]).dtype
 class LogSource:
     """Where a log came from: its format, the path (if any) and every assumption made.
 
+    ``window_s``: the run's duration as the tool measured it (s), used by ``summarize`` for the
+    rates instead of first start → last end; None when the tool gave none. ``starts_known``:
+    False when the export holds no request start times (every ``start_ts`` is then 0): latencies
+    are exact, but arrivals, load over time and queueing can't be told.
+
     Introduced in: notebooks/06_log_analysis.ipynb
     """
 
     format: str
     path: str | None = None
     assumptions: tuple[str, ...] = ()
+    window_s: float | None = None
+    starts_known: bool = True
 
     def __str__(self) -> str:
         where = f" from {self.path}" if self.path else ""
@@ -118,17 +145,80 @@ class RequestLog:
         )
 
 
+class LogError(ValueError):
+    """A log that cannot be read as asked; the message ends with what to do, worded for the
+    Python API (``str(error)``) or for the command line (``error.cli_message()``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+    def __init__(self, message: str, api_hint: str = "", cli_hint: str = "") -> None:
+        super().__init__(message)
+        self._message, self.api_hint, self.cli_hint = message, api_hint, cli_hint
+
+    @property
+    def message(self) -> str:
+        """What is wrong, without the hint."""
+        return self._message
+
+    def __str__(self) -> str:
+        return self.message + self.api_hint
+
+    def cli_message(self) -> str:
+        """The message with the command line's option names (``--on-error report``)."""
+        return self.message + (self.cli_hint or self.api_hint)
+
+
+class BadRowsError(LogError):
+    """Rows that failed validation while ``on_error="raise"``: ``.rejected`` lists every
+    problem (the ``RequestLog.rejected`` columns); ``.lines`` maps a row to its file line
+    where the source is a CSV file.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+    def __init__(self, rejected: pd.DataFrame, source: LogSource) -> None:
+        self.rejected, self.source = rejected, source
+        self.lines: dict[int, int] = {}
+        super().__init__(
+            "",
+            ". Pass on_error='report' to load the valid rows and get every rejected row with its "
+            "reason.",
+            ". Run again with --on-error report to load the valid rows and count the rejected "
+            "ones by reason (--rejected FILE writes every one).",
+        )
+
+    @property
+    def message(self) -> str:  # built on demand: .lines is filled in after construction
+        return _describe(self.rejected, self.source, self.lines)
+
+
 def read_requests(
-    source: str | Path | pd.DataFrame, format: str = "auto", on_error: str = "raise"
+    source: str | Path | pd.DataFrame,
+    format: str = "auto",
+    on_error: str = "raise",
+    time_unit: str | None = None,
 ) -> RequestLog:
     """Read a request log from a CSV path, a DataFrame or another tool's export.
 
-    ``format``: ``"auto"`` (from the file: ``.csv``; ``.jsonl`` is AIPerf; ``.json`` is
-    recognised by its keys), or one of ``csv``, ``dataframe``, ``vllm``, ``genai-perf``,
-    ``aiperf``, ``llmperf``. Bad rows (missing or non-numeric values, NaN, negative or
-    fractional token counts, start > first token > end out of order, duplicate ids) raise a
-    ValueError naming row, column and value; with ``on_error="report"`` the valid rows load
-    and ``.rejected`` lists every problem. Times in seconds, token counts as integers.
+    ``source`` may also be a directory or a glob of CSV, CSV.gz or Parquet files (one replica or
+    one hour each): they load as one log with a ``source`` column naming each request's file
+    (``llminfer.logsets``).
+
+    ``format``: ``"auto"`` (recognised by the file's content, plain or compressed), or one of
+    ``csv``, ``parquet``, ``dataframe``, ``vllm``, ``sglang``, ``genai-perf``, ``aiperf``,
+    ``llmperf``, ``guidellm``. A tool's problems raise a ValueError naming file, record and
+    field; a summary-only file says so (read it with ``llminfer.read_summary``). Bad rows
+    (missing or non-numeric values, NaN, negative or fractional token counts, start > first
+    token > end out of order, duplicate ids) raise a ``BadRowsError`` (a ValueError) naming
+    row, file line, column and value; with ``on_error="report"`` the valid rows load and
+    ``.rejected`` lists every problem. Times in seconds, token counts as integers.
+
+    ``time_unit``: the unit of the times in a CSV or DataFrame log, ``"s"``, ``"ms"``,
+    ``"us"`` or ``"ns"``; they are converted to seconds. ``None`` (the default) means seconds;
+    a CSV file's times are checked: one implausible as seconds (``TIME_UNIT_RULE``) is refused
+    with a message suggesting ``time_unit`` — never rescaled by a guess. (A DataFrame is the
+    program's own data: it is not second-guessed.) Tool exports state their own units.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -136,106 +226,130 @@ def read_requests(
         raise ValueError(f"format={format!r} is not known; use one of {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'report'")
+    _time_scale(time_unit)  # checks it
     if isinstance(source, pd.DataFrame):
         if format not in ("auto", "dataframe"):
             raise ValueError(f"format={format!r} needs a file path; a DataFrame is 'dataframe'")
-        return validate_requests(source, LogSource("dataframe"), on_error)
+        return validate_requests(source, LogSource("dataframe"), on_error, time_unit)
     if not isinstance(source, (str, Path)):
         raise ValueError(
             f"source={source!r} must be a path (str or Path) or a pandas DataFrame, "
             f"not {type(source).__name__}"
         )
     path = Path(source)
-    if not path.is_file():
-        raise ValueError(f"source={str(path)!r}: no such file")
+    from llminfer import logsets  # imported here: logsets builds on this module
+
+    if logsets.is_many(path):  # a directory or a glob: one log with a 'source' column
+        return logsets.read_log_files(path, format, on_error, time_unit)
+    logfile.check_path(path)
     from llminfer import importers  # imported here: importers builds on this module
 
-    if format == "auto":
-        format = importers.detect_format(path)
-    if format == "csv":
-        return validate_requests(_read_csv(path), LogSource("csv", str(path)), on_error)
     if format == "dataframe":
         raise ValueError("format='dataframe' needs a DataFrame, not a path")
-    frame, assumptions = importers.IMPORTERS[format](path)
-    return validate_requests(frame, LogSource(format, str(path), tuple(assumptions)), on_error)
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    frame = _read_article_csv(path)
-    if frame is None:
-        # request_id stays text ("007" is not 7); everything else is parsed by pandas' C reader
-        # and re-checked below, so a stray word in a number column is reported, not guessed at.
-        frame = pd.read_csv(path, dtype={"request_id": object, "status": object, "error": object})
-    if "token_ts" in frame.columns:
-        frame["token_ts"] = _parse_array_column(frame["token_ts"], float)
-    if "chunk_tokens" in frame.columns:
-        frame["chunk_tokens"] = _parse_array_column(frame["chunk_tokens"], float)
-    return frame
-
-
-def _read_article_csv(path: Path) -> pd.DataFrame | None:
-    """A log of exactly the article's columns read by pyarrow, or None: "read it with pandas".
-
-    pyarrow's reader parses on every core and keeps ids as Arrow strings (no Python object per
-    id): about 3× faster than pandas' reader on a million rows. It is only taken where its result
-    is the one pandas' path gives: numbers are parsed strictly (no empty cell, no "NA"), so any
-    cell validation would have to report — missing, a stray word — sends the log to pandas, and
-    so does an id that pandas reads as missing ("", "NA", "null", …) or an empty log.
-    """
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyarrow import csv as pa_csv
-    except ImportError:  # an optional speed-up: pandas reads every log without it
-        return None
-    with path.open(encoding="utf-8", newline="") as file:
+    # A delimited text table is read here, where its row-level checks and line numbers live;
+    # anything structured (JSON, JSON Lines, Parquet) goes to the tool importers.
+    if format == "csv" or (format == "auto" and not logfile.is_structured(path)):
+        frame, assumptions = logfile.read_csv_file(path)
+        where = LogSource("csv", str(path), tuple(assumptions))
         try:
-            header = next(csv.reader(file), [])
-        except (UnicodeDecodeError, csv.Error):
-            return None
-    if sorted(header) != sorted(ARTICLE_COLUMNS):
-        return None
-    # Token counts as int64 and times as float64: the types pandas infers for them (whole
-    # counts, fractional times), so values and the text shown for a rejected one agree.
-    types = {"request_id": pa.string()}
-    types.update({name: pa.float64() for name in _TIME_COLUMNS})
-    types.update({name: pa.int64() for name in _TOKEN_COLUMNS})
+            return validate_requests(frame, where, on_error, time_unit)
+        except BadRowsError as error:
+            # Name the file line of each row shown (blank lines and quoted line breaks count).
+            error.lines = logfile.record_lines(path, error.rejected["row"].head(_SHOWN))
+            raise
     try:
-        table = pa_csv.read_csv(
-            path,
-            # newlines_in_values: a quoted id may hold a line break, as pandas allows.
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types=types, null_values=[], strings_can_be_null=False
-            ),
+        format, imported = importers.read(path, format)
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+        # An export of another shape than the format says: name the file, format and problem.
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(
+            f"source={str(path)!r} does not have the shape of a {format} export: "
+            f"{type(exc).__name__}: {' '.join(what.split())}; check --format/format= "
+            "or the file"
+        ) from exc
+    if imported is None:  # a structured file that is a plain table after all
+        frame, assumptions = logfile.read_csv_file(path)
+        return validate_requests(
+            frame, LogSource("csv", str(path), tuple(assumptions)), on_error, time_unit
         )
-    except pa.ArrowInvalid:  # a cell that is not a plain number, a ragged row, bad UTF-8
-        return None
-    pandas_missing = pa.array(sorted(STR_NA_VALUES), type=pa.string())
-    if table.num_rows == 0 or pc.any(pc.is_in(table["request_id"], pandas_missing)).as_py():
-        return None
-    frame = table.to_pandas()
-    for name in _TIME_COLUMNS:
-        # pandas reads a column of whole numbers only ("3", not "3.0") as int64; a column
-        # whose every time is whole may be one, so it is left to pandas.
-        values = frame[name].to_numpy()
-        if (values == np.floor(values)).all():
-            return None
-    return frame
+    if format != "parquet" and time_unit not in (None, "s"):
+        raise ValueError(
+            f"time_unit={time_unit!r} applies to CSV, Parquet and DataFrame logs; a {format} "
+            "export states its own units and is converted to seconds as it is read"
+        )
+    source = LogSource(
+        format, str(path), tuple(imported.assumptions), imported.window_s, imported.starts_known
+    )
+    frame = imported.frame
+    if format == "parquet":
+        for name in ("token_ts", "chunk_tokens"):
+            if name in frame.columns:  # Parquet lists arrive as numpy arrays already
+                frame[name] = [None if c is None else np.asarray(c, float) for c in frame[name]]
+        return validate_requests(frame, source, on_error, time_unit)
+    return validate_requests(frame, source, on_error)
 
 
-def _parse_array_column(column: pd.Series, dtype) -> pd.Series:
-    """CSV cells holding space-separated numbers ("1.0 1.1 1.2") → arrays; blanks → None."""
+# --- time units -----------------------------------------------------------------------------
 
-    def parse(cell):
-        if not isinstance(cell, str):
-            return None if pd.isna(cell) else np.array([cell], dtype=dtype)
-        try:
-            return np.array(cell.split(), dtype=dtype)
-        except ValueError:
-            return cell  # left as text: validation reports it
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+#: Times read as seconds are refused when any of these holds (each is impossible, or all but,
+#: for a real LLM server's log in seconds, and what a log in ms/µs/ns looks like):
+#: a timestamp above 1e11 s (year 5138: epoch or monotonic clocks in ms, µs or ns are), a
+#: median TPOT above 2 s per token, or a median E2E latency above one hour.
+MAX_TIMESTAMP_S = 1e11
+MAX_MEDIAN_TPOT_S = 2.0
+MAX_MEDIAN_E2E_S = 3600.0
+TIME_UNIT_RULE = (
+    f"times read as seconds must have every timestamp below {MAX_TIMESTAMP_S:.0e} s, "
+    f"a median TPOT of at most {MAX_MEDIAN_TPOT_S:g} s per token and a median E2E of at most "
+    f"{MAX_MEDIAN_E2E_S:g} s"
+)
 
-    return column.map(parse)
+
+def _time_scale(time_unit: str | None) -> float:
+    if time_unit is None:
+        return 1.0
+    if time_unit not in TIME_UNITS:
+        raise ValueError(
+            f"time_unit={time_unit!r} is not known; use one of {', '.join(TIME_UNITS)} "
+            "(or None: seconds, checked for plausibility)"
+        )
+    return TIME_UNITS[time_unit]
+
+
+def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok, source) -> None:
+    """Refuse times that are implausible as seconds (``TIME_UNIT_RULE``)."""
+    rows = np.flatnonzero(keep)
+    start, first, end = (numbers[name][keep] for name in _TIME_COLUMNS)
+    good = ok[keep]
+    evidence = None
+    with np.errstate(invalid="ignore"):
+        e2e = (end - start)[good]
+        tpot = ((end - first) / (tokens[keep] - 1))[good & (tokens[keep] > 1)]
+    e2e, tpot = e2e[np.isfinite(e2e)], tpot[np.isfinite(tpot)]
+    for name, values in zip(_TIME_COLUMNS, (start, first, end), strict=True):
+        too_big = np.abs(np.nan_to_num(values)) > MAX_TIMESTAMP_S
+        if too_big.any():
+            i = int(np.argmax(too_big))
+            evidence = f"row {rows[i]}, column {name}, value {values[i]:.6g} s"
+            break
+    if evidence is None and len(tpot) and np.median(tpot) > MAX_MEDIAN_TPOT_S:
+        evidence = f"the median TPOT would be {np.median(tpot):.4g} s per token"
+    elif evidence is None and len(e2e) and np.median(e2e) > MAX_MEDIAN_E2E_S:
+        evidence = f"the median E2E latency would be {np.median(e2e):.4g} s"
+    if evidence is None:
+        return
+    where = f"source={source.path!r}: the times" if source.path else "the log's times"
+    raise LogError(
+        f"{where} do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
+        "Are they milliseconds, microseconds or nanoseconds?",
+        " Pass time_unit='ms', 'us' or 'ns' to convert them, or time_unit='s' if they really "
+        "are seconds.",
+        " Run again with --time-unit ms, us or ns to convert them, or --time-unit s if they "
+        "really are seconds.",
+    )
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -297,38 +411,48 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         values = column.to_numpy(dtype=float, **na_value)
         return values, np.isnan(values), np.zeros(len(values), dtype=bool)
     raw = column.to_numpy(dtype=object)
-    missing = pd.isna(column).to_numpy() | np.array(
+    missing = np.asarray(pd.isna(column), dtype=bool) | np.array(
         [isinstance(v, str) and not v.strip() for v in raw], dtype=bool
     )
     values = pd.to_numeric(column.where(~missing), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan
     )
     # "nan" typed as text is missing too; anything else that failed to parse is not a number.
-    is_nan_text = np.array([isinstance(v, str) and v.strip().lower() == "nan" for v in raw])
+    is_nan_text = np.array(
+        [isinstance(v, str) and v.strip().lower() == "nan" for v in raw], dtype=bool
+    )
     missing |= is_nan_text
     not_number = np.isnan(values) & ~missing
     return values, missing, not_number
 
 
 def _status(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
-    """Boolean array: True where the request failed."""
+    """Boolean array: True where the request failed.
+
+    One rule for a blank status (missing, empty or only spaces): the log does not say, so the
+    request is ok unless its ``error`` text is non-empty. Any other word must be one of
+    ``_OK_WORDS`` or ``_FAILED_WORDS`` (case and surrounding spaces ignored).
+    """
     n = len(frame)
     failed = np.zeros(n, dtype=bool)
     if "status" in frame.columns:
-        text = frame["status"].astype(object).where(frame["status"].notna(), "ok")
+        status = frame["status"]
+        text = status.astype(object).where(status.notna(), "")
         words = text.map(lambda v: str(v).strip().lower()).to_numpy(dtype=object)
-        is_ok = np.isin(words, list(_OK_WORDS))
+        is_ok = np.isin(words, [*_OK_WORDS, ""])
         is_failed = np.isin(words, list(_FAILED_WORDS))
         problems.add(
             ~is_ok & ~is_failed,
             "status",
-            frame["status"],
-            "status must be 'ok' or 'failed'",
+            status,
+            "status must be 'ok' or 'failed' (or "
+            + ", ".join(sorted((_OK_WORDS | _FAILED_WORDS) - {"ok", "failed"}))
+            + ", or blank)",
         )
         failed |= is_failed
     if "error" in frame.columns:
         error = frame["error"]
-        has_error = error.notna().to_numpy() & (
+        has_error = np.asarray(error.notna(), dtype=bool) & (
             error.astype(object).map(lambda v: bool(str(v).strip())).to_numpy(dtype=bool)
         )
         failed |= has_error
@@ -336,39 +460,46 @@ def _status(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
 
 
 def validate_requests(
-    frame: pd.DataFrame, source: LogSource | None = None, on_error: str = "raise"
+    frame: pd.DataFrame,
+    source: LogSource | None = None,
+    on_error: str = "raise",
+    time_unit: str | None = None,
 ) -> RequestLog:
     """Check every row of a DataFrame in the request-log schema and build a ``RequestLog``.
 
     Vectorised (no Python loop per request except over ``token_ts`` arrays). Raises ValueError
-    on a missing column; bad rows raise or are reported according to ``on_error``.
+    on a missing column; bad rows raise ``BadRowsError`` or are reported according to
+    ``on_error``. ``time_unit`` as in ``read_requests`` (times come back in seconds).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     source = source or LogSource("dataframe")
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'report'")
+    scale = _time_scale(time_unit)
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
-    missing_columns = [c for c in ARTICLE_COLUMNS if c not in frame.columns]
-    if missing_columns:
-        raise ValueError(
-            f"the log lacks column(s) {', '.join(missing_columns)}; a request log needs "
-            f"{', '.join(ARTICLE_COLUMNS)} (found: {', '.join(map(str, frame.columns))})"
-        )
+    _check_columns(frame, source)
     n = len(frame)
     problems = _Problems(n)
     failed = _status(frame, problems)
     ok = ~failed
 
-    # request_id: present and unique (the first occurrence is kept, later ones rejected).
+    # request_id: present (not blank) and unique (the first occurrence is kept, later ones
+    # rejected). Ids are text in the result, so 7 and "7" are one id: reported, not merged.
     ids = frame["request_id"]
-    id_missing = np.array(ids.isna(), dtype=bool)
-    if source.format != "csv":  # pandas' CSV reader already turns empty cells into NaN
-        id_missing |= (ids.astype(object) == "").to_numpy()
+    id_missing = _blank(ids)
     problems.add(id_missing, "request_id", ids, "missing request_id")
     duplicated = _duplicated(ids) & ~id_missing
     problems.add(duplicated, "request_id", ids, "duplicate request_id")
+    if n and pd.api.types.infer_dtype(ids, skipna=True) not in ("string", "empty"):
+        as_text = _duplicated(ids.map(str)) & ~id_missing & ~duplicated
+        problems.add(
+            as_text,
+            "request_id",
+            ids,
+            "duplicate request_id once ids are text (7 and '7' are the same id)",
+        )
 
     numbers: dict[str, np.ndarray] = {}
     optional_numeric = ["scheduled_ts"] if "scheduled_ts" in frame.columns else []
@@ -383,6 +514,8 @@ def validate_requests(
         problems.add(not_number, name, raw, f"{name} is not a number")
         problems.add(np.isinf(values), name, raw, f"{name} is not finite")
         numbers[name] = np.where(np.isfinite(values), values, np.nan)
+        if scale != 1.0 and name not in _TOKEN_COLUMNS:
+            numbers[name] = numbers[name] * scale
 
     for name in _TOKEN_COLUMNS:
         values = numbers[name]
@@ -391,7 +524,9 @@ def validate_requests(
             problems.add(values < 0, name, raw, f"{name} is negative")
             fractional = (values != np.round(values)) & ~np.isnan(values)
             problems.add(fractional, name, raw, f"{name} is not a whole number")
-            problems.add(values > MAX_TOKENS, name, raw, f"{name} is too large to be a token count")
+            problems.add(
+                values >= MAX_TOKENS, name, raw, f"{name} is too large to be a token count"
+            )
     with np.errstate(invalid="ignore"):
         problems.add(
             ok & (numbers["output_tokens"] == 0),
@@ -429,13 +564,17 @@ def validate_requests(
             )
 
     if "token_ts" in frame.columns:
+        if scale != 1.0:
+            frame = frame.assign(token_ts=frame["token_ts"].map(lambda c: _scaled(c, scale)))
         _check_token_ts(frame, start, first, end, problems)
 
     rejected = problems.frame()
     if len(rejected) and on_error == "raise":
-        raise ValueError(_describe(rejected, source))
+        raise BadRowsError(rejected, source)
 
     keep = ~problems.bad
+    if time_unit is None and source.format == "csv":
+        _check_seconds(numbers, numbers["output_tokens"], keep, ok, source)
     everything = keep.all()
     # Build the result column by column (no copy-then-overwrite of the whole frame).
     columns: dict[str, object] = {}
@@ -467,7 +606,7 @@ def validate_requests(
     requests["status"] = pd.Categorical.from_codes(
         (failed if everything else failed[keep]).astype(np.int8), categories=["ok", "failed"]
     )
-    source = LogSource(source.format, source.path, tuple(assumptions))
+    source = replace(source, assumptions=tuple(assumptions))
     return RequestLog(requests=requests, rejected=rejected, source=source)
 
 
@@ -475,15 +614,13 @@ def _duplicated(ids: pd.Series) -> np.ndarray:
     """True at every later occurrence of an id (the first one is kept)."""
     if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        # Arrow strings: one sort (~50 ms a million ids) proves them unique, about twice as
-        # fast as hashing them; only a log that has duplicates pays for the exact pass below.
-        values = pa.array(ids.array)
-        if isinstance(values, pa.ChunkedArray):  # one buffer sorts and takes faster
-            values = values.combine_chunks()
-        ordered = values.take(pc.sort_indices(values))
-        if not pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
+        from llminfer.uniqueness import arrow_ids_unique
+
+        # Arrow strings: their bytes folded into 64-bit keys and those sorted prove them unique
+        # (~10× faster than sorting the strings); only a log that has duplicates (or an
+        # unlucky hash) pays for the exact pass below.
+        if arrow_ids_unique(pa.array(ids.array)):
             return np.zeros(len(ids), dtype=bool)
     return ids.duplicated(keep="first").to_numpy()
 
@@ -519,19 +656,64 @@ def _check_token_ts(frame, start, first, end, problems: _Problems) -> None:
         problems.add(bad & (reasons == reason), "token_ts", cells, reason)
 
 
-def _describe(rejected: pd.DataFrame, source: LogSource) -> str:
+def _describe(rejected: pd.DataFrame, source: LogSource, lines: dict[int, int]) -> str:
+    """One line: how many rows are bad, then the first few with row, file line, column, value."""
     rows = rejected["row"].nunique()
     where = f" in {source.path}" if source.path else ""
-    line_note = source.format == "csv"
     shown = []
-    for item in rejected.head(5).itertuples(index=False):
-        line = f" (line {item.row + 2} of the file)" if line_note else ""
+    for item in rejected.head(_SHOWN).itertuples(index=False):
+        line = f" (line {lines[item.row]} of the file)" if item.row in lines else ""
         shown.append(
             f"row {item.row}{line}, column {item.column}, value {item.value!r}: {item.reason}"
         )
     more = len(rejected) - len(shown)
     tail = f"; and {more} more problem(s)" if more > 0 else ""
-    return (
-        f"{rows} bad row(s){where}: " + "; ".join(shown) + tail + ". Pass on_error='report' to "
-        "load the valid rows and get every rejected row with its reason."
+    return f"{rows} bad row(s){where}: " + "; ".join(shown) + tail
+
+
+def _check_columns(frame: pd.DataFrame, source: LogSource) -> None:
+    """Raise ValueError naming the missing columns, with a hint where one is near at hand."""
+    missing = [c for c in ARTICLE_COLUMNS if c not in frame.columns]
+    if not missing:
+        return
+    found = [str(c) for c in frame.columns]
+    hints = []
+    if len(found) == 1 and any(d in found[0] for d in ";\t|"):
+        hints.append("the header is one cell: are the cells separated by something else?")
+    for name in missing:
+        near = difflib.get_close_matches(name, found, n=1, cutoff=0.75)
+        near = near or [f for f in found if f.strip().lower() == name]
+        if near:
+            hints.append(f"{near[0]!r} would be {name!r} (names are exact and lower-case)")
+    where = f"source={source.path!r}: " if source.path else ""
+    raise ValueError(
+        f"{where}the log lacks column(s) {', '.join(missing)}; a request log needs "
+        f"{', '.join(ARTICLE_COLUMNS)} (found: {', '.join(found)})"
+        + "".join(f"; {h}" for h in hints)
     )
+
+
+def _blank(ids: pd.Series) -> np.ndarray:
+    """True where an id is missing: NA/NaN/None, empty or only whitespace."""
+    missing = np.asarray(ids.isna(), dtype=bool)
+    if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pa.array(ids.array)
+        blank = pc.equal(pc.utf8_trim_whitespace(values), "").fill_null(False)
+        return missing | np.asarray(blank, dtype=bool)
+    text = ids.to_numpy(dtype=object)
+    return missing | np.fromiter(
+        (isinstance(v, str) and not v.strip() for v in text), dtype=bool, count=len(text)
+    )
+
+
+def _scaled(cell, scale: float):
+    """A token_ts cell converted to seconds; anything that is not numbers is left for checks."""
+    if cell is None or (np.isscalar(cell) and pd.isna(cell)):
+        return cell
+    try:
+        return np.asarray(cell, dtype=float) * scale
+    except (TypeError, ValueError):
+        return cell

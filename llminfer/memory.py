@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from llminfer.hardware import GPU
-from llminfer.models import Model
+from llminfer.models import Model, check_tensor_parallel
 from llminfer.units import GiB, bytes_per_element, check_dtype, format_bytes
-from llminfer.validate import check_int
+from llminfer.validate import check_int, check_number
 
 #: Bytes of one quantisation scale (an fp16/bf16 number) stored per group of weights.
 SCALE_BYTES = 2
@@ -53,15 +53,22 @@ def kv_cache_gib(
         check_int(name, value, minimum=1)
     check_int("tokens", tokens)
     check_int("concurrency", concurrency, minimum=1)
-    if isinstance(bytes_per_element, bool) or not (
-        isinstance(bytes_per_element, (int, float)) and bytes_per_element > 0
-    ):
-        raise ValueError(f"bytes_per_element={bytes_per_element!r} must be a positive number")
+    check_number("bytes_per_element", bytes_per_element, inclusive=False)
     bytes_per_request = 2 * layers * kv_heads * head_dim * tokens * bytes_per_element
     return bytes_per_request * concurrency / GiB
 
 
-def _kv_heads_per_gpu(model: Model, tp: int) -> int:
+def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
+    """KV heads one GPU stores when ``model`` is split over ``tp`` GPUs.
+
+    ``n_kv_heads / tp`` when the heads split evenly; 1 when ``tp`` exceeds them (each GPU keeps
+    a replica of the one head its query heads use, as vLLM's ``QKVParallelLinear`` does).
+    A ``tp`` an engine refuses raises ValueError (``check_tensor_parallel``). Llama-3.1-8B:
+    8 heads at TP 1, 2 at TP 4, 1 at TP 8 and at TP 16.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    tp = check_tensor_parallel(model, tp)
     return max(1, model.n_kv_heads // tp)
 
 
@@ -69,16 +76,17 @@ def kv_elements_per_token_per_layer(model: Model, tp: int = 1) -> int:
     """Elements one token adds to one layer's KV cache on one GPU.
 
     Standard attention: ``2 × kv_heads × head_dim`` (K and V), with tensor parallelism sharding
-    KV heads as ``max(1, n_kv_heads // tp)`` per GPU (a head is replicated when tp exceeds the
-    head count). MLA: ``kv_lora_rank + qk_rope_head_dim`` (one shared latent, no separate K
-    and V), replicated on every GPU.
+    KV heads as ``kv_heads_per_gpu`` says (``n_kv_heads / tp``, or one replicated head when tp
+    exceeds the head count; a tp that does not divide raises ValueError). MLA:
+    ``kv_lora_rank + qk_rope_head_dim`` (one shared latent, no separate K and V), replicated on
+    every GPU.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    check_int("tp", tp, minimum=1)
+    check_tensor_parallel(model, tp)
     if model.kv_lora_rank is not None:
         return model.kv_lora_rank + model.qk_rope_head_dim
-    return 2 * _kv_heads_per_gpu(model, tp) * model.head_dim
+    return 2 * kv_heads_per_gpu(model, tp) * model.head_dim
 
 
 def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16", tp: int = 1) -> float:
@@ -116,7 +124,7 @@ def kv_cache_bytes(
       elements per token per layer.
     - Sliding-window layers hold at most ``sliding_window`` tokens; the others hold all.
     - ``block_size`` rounds each sequence up to whole blocks (paged allocation).
-    - ``tp`` shards KV heads: ``max(1, n_kv_heads // tp)`` heads per GPU.
+    - ``tp`` shards KV heads (``kv_heads_per_gpu``); a tp an engine refuses raises ValueError.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
@@ -148,8 +156,13 @@ def weight_bytes(model: Model | float, dtype: str = "bf16", group_size: int | No
     Introduced in: notebooks/04_memory_budget.ipynb
     """
     n_params = model.n_params if isinstance(model, Model) else model
-    if isinstance(n_params, bool) or not isinstance(n_params, (int, float)) or n_params <= 0:
-        raise ValueError(f"model={model!r} must be a Model or a positive parameter count")
+    if (
+        isinstance(n_params, bool)
+        or not isinstance(n_params, (int, float))
+        or not math.isfinite(n_params)
+        or n_params <= 0
+    ):
+        raise ValueError(f"model={model!r} must be a Model or a finite positive parameter count")
     dtype = check_dtype(dtype)
     total = n_params * bytes_per_element(dtype)
     if group_size is not None:
@@ -174,10 +187,7 @@ def kv_capacity_tokens(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    if isinstance(kv_budget_bytes, bool) or not isinstance(kv_budget_bytes, (int, float)):
-        raise ValueError(f"kv_budget_bytes={kv_budget_bytes!r} must be a number of bytes")
-    if kv_budget_bytes < 0 or math.isnan(kv_budget_bytes):
-        raise ValueError(f"kv_budget_bytes={kv_budget_bytes!r} must be >= 0")
+    check_number("kv_budget_bytes", kv_budget_bytes)  # NaN and inf too: floor(inf) overflows
     block_size = _check_block_size(block_size, allow_none=False)
     return _num_blocks(model, kv_budget_bytes, kv_dtype, block_size, tp) * block_size
 
@@ -345,10 +355,10 @@ class MemoryPlan:
         lines = [
             f"{self.model} on {self.gpu}{per_gpu} ({self.weight_dtype} weights, "
             f"{self.kv_dtype} KV cache)",
-            f"  usable memory   {format_bytes(self.usable_bytes, binary=False)}",
-            f"  weights         {format_bytes(self.weight_bytes, binary=False)}",
-            f"  reserve         {format_bytes(self.reserve_bytes, binary=False)}",
-            f"  KV budget       {format_bytes(max(0.0, self.kv_budget_bytes), binary=False)}"
+            f"  usable memory   {format_bytes(self.usable_bytes)}",
+            f"  weights         {format_bytes(self.weight_bytes)}",
+            f"  reserve         {format_bytes(self.reserve_bytes)}",
+            f"  KV budget       {format_bytes(max(0.0, self.kv_budget_bytes))}"
             f" = {self.capacity_tokens:,} tokens at "
             f"{format_bytes(self.kv_bytes_per_token)} per token",
             f"  max concurrency {self.max_concurrency:.2f}x at {self.context_tokens:,} tokens",
@@ -379,7 +389,7 @@ def plan_memory(
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    check_int("n_gpus", n_gpus, minimum=1)
+    check_tensor_parallel(model, n_gpus, "n_gpus")
     check_int("concurrency", concurrency, minimum=1)
     weight_dtype = check_dtype(weight_dtype, "weight_dtype")
     kv_dtype = check_dtype(kv_dtype, "kv_dtype")
@@ -393,10 +403,8 @@ def plan_memory(
     check_int("context_tokens", context_tokens, minimum=1)
     if reserve_bytes is None:
         reserve_bytes = default_reserve_bytes(model, tp=n_gpus)
-    elif isinstance(reserve_bytes, bool) or not (
-        isinstance(reserve_bytes, (int, float)) and reserve_bytes >= 0
-    ):
-        raise ValueError(f"reserve_bytes={reserve_bytes!r} must be a number of bytes >= 0")
+    else:
+        check_number("reserve_bytes", reserve_bytes)
 
     usable = gpu.memory_bytes * gpu_memory_utilization
     weights = weight_bytes(model, weight_dtype) / n_gpus
@@ -410,12 +418,18 @@ def plan_memory(
     fits = budget > 0 and concurrency_max >= concurrency
 
     def gb(x: float) -> str:
-        return format_bytes(x, binary=False)
+        return format_bytes(x, binary=True)  # GiB, as nvidia-smi and the article count memory
 
     if budget <= 0:
         reason = (
             f"weights ({gb(weights)}) plus reserve ({gb(reserve_bytes)}) exceed the usable "
             f"{gb(usable)} per GPU by {gb(-budget)}; use more GPUs or a narrower weight dtype"
+        )
+    elif context_tokens > model.max_context:
+        fits = False  # the KV cache may hold it, but the model cannot read it
+        reason = (
+            f"context_tokens={context_tokens:,} is beyond {model.name}'s maximum context of "
+            f"{model.max_context:,} tokens: a server refuses such a request"
         )
     elif not fits:
         reason = (

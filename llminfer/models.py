@@ -194,3 +194,53 @@ class Model:
     def n_global_layers(self) -> int:
         """Layers that attend to the whole context (the others use the sliding window)."""
         return self.n_layers - self.n_sliding_layers
+
+
+def tensor_parallel_sizes(model: Model, up_to: int = 1024) -> list[int]:
+    """The tensor-parallel degrees (GPU counts) an engine accepts for ``model``, up to ``up_to``.
+
+    vLLM's rule: the attention heads must split evenly (``n_heads % tp == 0``, checked in
+    ``ModelConfig.verify_with_parallel_config``), and the KV heads must either split evenly
+    (``n_kv_heads % tp == 0``) or, when ``tp`` exceeds them, be replicated a whole number of
+    times (``tp % n_kv_heads == 0``, one KV head per GPU; ``QKVParallelLinear`` in
+    vllm/model_executor/layers/linear.py). MLA models keep one shared latent per token, so only
+    the attention-head rule applies. Llama-3.1-8B (32 heads, 8 KV heads): 1, 2, 4, 8, 16, 32.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    check_int("up_to", up_to, minimum=1)
+    return [tp for tp in range(1, up_to + 1) if _tp_problem(model, tp) is None]
+
+
+def _tp_problem(model: Model, tp: int) -> str | None:
+    if model.n_heads % tp:
+        return f"the {model.n_heads} attention heads do not split evenly over {tp} GPUs"
+    if model.kv_lora_rank is not None:
+        return None
+    kv = model.n_kv_heads
+    if tp <= kv and kv % tp:
+        return f"the {kv} KV heads do not split evenly over {tp} GPUs"
+    if tp > kv and tp % kv:
+        return f"{tp} GPUs cannot each hold a whole replica of one of the {kv} KV heads"
+    return None
+
+
+def check_tensor_parallel(model: Model, tp: object, name: str = "tp") -> int:
+    """Return ``tp`` when ``model`` can be split over that many GPUs, else raise ValueError.
+
+    The message names the parameter (``name``: ``tp``, ``n_gpus`` or ``--n-gpus``), the value
+    and the degrees that work (see ``tensor_parallel_sizes``). Llama-3.1-8B at TP = 3 is
+    refused: 8 KV heads cannot be split three ways (storing ``8 // 3 = 2`` heads per GPU would
+    lose two of them).
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    tp = check_int(name, tp, minimum=1)
+    problem = _tp_problem(model, tp)
+    if problem is not None:
+        allowed = ", ".join(str(t) for t in tensor_parallel_sizes(model, max(tp, model.n_heads)))
+        raise ValueError(
+            f"{name}={tp}: {model.name} cannot be tensor-parallel over {tp} GPUs ({problem}); "
+            f"allowed: {allowed}"
+        )
+    return tp

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from llminfer.hardware import GPU
-from llminfer.memory import kv_elements_per_token_per_layer, weight_bytes
-from llminfer.models import Model
+from llminfer.memory import kv_elements_per_token_per_layer, kv_heads_per_gpu, weight_bytes
+from llminfer.models import Model, llama_param_count
 from llminfer.units import bytes_per_element, check_dtype, format_bytes
 from llminfer.validate import check_int
 
@@ -128,13 +129,45 @@ def compute_dtype(weight_dtype: str, gpu: GPU) -> str:
     )
 
 
+class StepParts(NamedTuple):
+    """Work of one step split by the kernels that do it, per GPU (all sequences together).
+
+    FLOP: ``linear_flops`` (weight matrix multiplies, LM head included), ``prefill_attention_
+    flops``, ``decode_attention_flops``. Bytes: ``weight_bytes``, ``decode_kv_read_bytes``,
+    ``prefill_kv_read_bytes`` (cached tokens prompt chunks attend to), ``kv_write_bytes``,
+    ``activation_bytes``. Counts: ``tokens`` (new tokens), ``decode_seqs``,
+    ``decode_context_tokens`` (cached tokens they attend to), ``prefill_tokens``.
+    ``comm_s``: tensor-parallel all-reduce seconds. ``n_layers``, ``kv_heads`` (per GPU).
+    Byte and FLOP fields may be numpy arrays (many decode steps at once); counts are numbers.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+
+    linear_flops: float
+    prefill_attention_flops: float
+    decode_attention_flops: float
+    weight_bytes: float
+    decode_kv_read_bytes: float
+    prefill_kv_read_bytes: float
+    kv_write_bytes: float
+    activation_bytes: float
+    tokens: int
+    decode_seqs: int
+    decode_context_tokens: float
+    prefill_tokens: int
+    comm_s: float
+    n_layers: int
+    kv_heads: int
+
+
 @dataclass(frozen=True)
 class Cost:
     """Work of one forward step on one GPU: FLOP, bytes through device memory, and bytes sent
     to the other GPUs (tensor parallelism).
 
     ``memory_bytes`` = weights + KV read + KV written + activations. ``n_allreduce`` counts the
-    all-reduces (two per layer when ``tp > 1``).
+    all-reduces (two per layer when ``tp > 1``). ``parts``: the same work split by kernel kind
+    (``llminfer.steptime.StepParts``), which the realistic step time needs.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -151,6 +184,7 @@ class Cost:
     weight_dtype: str
     kv_dtype: str
     model: str = ""
+    parts: StepParts | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -163,6 +197,23 @@ class Cost:
             f"{format_bytes(self.kv_read_bytes, binary=False)}), "
             f"{arithmetic_intensity(self):.1f} FLOP/byte"
         )
+
+
+def _tied_embeddings(m: Model) -> bool:
+    """Whether ``m``'s parameter count is the Llama count with one shared embedding/LM head."""
+    if m.is_moe or m.kv_lora_rank is not None:
+        return False
+    tied = llama_param_count(
+        m.n_layers,
+        m.hidden_size,
+        m.n_heads,
+        m.n_kv_heads,
+        m.head_dim,
+        m.intermediate_size,
+        m.vocab_size,
+        tie_word_embeddings=True,
+    )
+    return m.n_params == tied
 
 
 class _CostModel:
@@ -179,7 +230,9 @@ class _CostModel:
         embed = m.vocab_size * m.hidden_size
         # Matrix multiplies per token: every active parameter except the embedding table (a
         # lookup) and the LM head (counted per sampled sequence below), 2 FLOP per parameter.
-        self.linear_flops = 2 * max(0, m.n_active_params - 2 * embed) / tp
+        # A model with tied embeddings stores that matrix once (Llama-3.2-1B): subtract it once.
+        copies = 1 if _tied_embeddings(m) else 2
+        self.linear_flops = 2 * max(0, m.n_active_params - copies * embed) / tp
         self.lm_head_flops = 2 * embed / tp
         if m.kv_lora_rank is not None:  # MLA, absorbed form: scores over the latent + rope key
             qk_dim, v_dim = m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank
@@ -193,6 +246,12 @@ class _CostModel:
         self.kv_global = kv_layer * m.n_global_layers
         self.kv_sliding = kv_layer * m.n_sliding_layers
         self.kv_all = kv_layer * m.n_layers
+        # KV heads one GPU holds: at least one (replicated when tp > n_kv_heads).
+        # MLA decode kernels spread over query heads (every head reads the one latent).
+        if m.kv_lora_rank is not None:
+            self.kv_heads = max(1, m.n_heads // tp)
+        else:  # replicated when tp > n_kv_heads, as the KV cache is
+            self.kv_heads = kv_heads_per_gpu(m, tp)
         bytes_per_param = weight_bytes(m.n_params, self.weight_dtype) / m.n_params
         if m.is_moe:
             e, k = m.n_experts, m.experts_per_token
@@ -213,31 +272,56 @@ class _CostModel:
         else:
             self.n_allreduce, self.comm_per_token = 0, 0.0
 
-    def components(self, pt: int, pa: int, ds: int, dc: int, pc: int) -> tuple:
-        """(flops, weight, kv_read, kv_write, activation, comm bytes, tokens) of one step."""
+    def parts(self, pt: int, pa: int, ds: int, dc: int, pc: int, comm_s: float = 0.0) -> StepParts:
+        """The step's work split by kernel kind (``llminfer.steptime.StepParts``)."""
         tokens = pt + ds
         w = self.window
-        flops = self.linear_flops * tokens + self.lm_head_flops * ds
-        flops += self.attn_global * (pa + dc + ds)
-        kv_read = self.kv_global * (dc + pc)
+        prefill_attn = self.attn_global * pa
+        decode_attn = self.attn_global * (dc + ds)
+        decode_kv = self.kv_global * dc
+        prefill_kv = self.kv_global * pc
         if w:  # np.minimum, not min: StepTimer.decode_steps passes dc as an array
-            flops += self.attn_sliding * (np.minimum(pa, pt * w) + np.minimum(dc + ds, ds * w))
-            kv_read += self.kv_sliding * (np.minimum(dc, ds * w) + np.minimum(pc, pt * w))
+            prefill_attn += self.attn_sliding * np.minimum(pa, pt * w)
+            decode_attn += self.attn_sliding * np.minimum(dc + ds, ds * w)
+            decode_kv += self.kv_sliding * np.minimum(dc, ds * w)
+            prefill_kv += self.kv_sliding * np.minimum(pc, pt * w)
         weights = self.shared_weight_bytes
         if self.n_experts:
             weights += self.expert_bytes * self.n_experts * (1 - self.miss**tokens)
+        return StepParts(
+            linear_flops=self.linear_flops * tokens + self.lm_head_flops * ds,
+            prefill_attention_flops=prefill_attn,
+            decode_attention_flops=decode_attn,
+            weight_bytes=weights,
+            decode_kv_read_bytes=decode_kv,
+            prefill_kv_read_bytes=prefill_kv,
+            kv_write_bytes=self.kv_all * tokens,
+            activation_bytes=self.activation * tokens,
+            tokens=tokens,
+            decode_seqs=ds,
+            decode_context_tokens=dc,
+            prefill_tokens=pt,
+            comm_s=comm_s,
+            n_layers=self.model.n_layers,
+            kv_heads=self.kv_heads,
+        )
+
+    def components(self, pt: int, pa: int, ds: int, dc: int, pc: int) -> tuple:
+        """(flops, weight, kv_read, kv_write, activation, comm bytes, tokens) of one step."""
+        q = self.parts(pt, pa, ds, dc, pc)
         return (
-            flops,
-            weights,
-            kv_read,
-            self.kv_all * tokens,
-            self.activation * tokens,
-            self.comm_per_token * tokens,
-            tokens,
+            q.linear_flops + q.prefill_attention_flops + q.decode_attention_flops,
+            q.weight_bytes,
+            q.decode_kv_read_bytes + q.prefill_kv_read_bytes,
+            q.kv_write_bytes,
+            q.activation_bytes,
+            self.comm_per_token * q.tokens,
+            q.tokens,
         )
 
     def cost(self, pt: int, pa: int, ds: int, dc: int, pc: int = 0) -> Cost:
         flops, w, kv_r, kv_w, act, comm, tokens = self.components(pt, pa, ds, dc, pc)
+        parts = self.parts(pt, pa, ds, dc, pc)
         return Cost(
             flops=flops,
             weight_bytes=w,
@@ -251,6 +335,7 @@ class _CostModel:
             weight_dtype=self.weight_dtype,
             kv_dtype=self.kv_dtype,
             model=self.model.name,
+            parts=parts,
         )
 
 
@@ -363,143 +448,6 @@ def _link_bandwidth(gpu: GPU, tp: int) -> float:
     return link
 
 
-class StepTimer:
-    """Seconds of one engine step on one GPU (of ``n_gpus``), from precomputed coefficients.
-
-    ``timer(prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens)``:
-
-    - ``prefill_tokens``: new prompt tokens processed in the step, all sequences together;
-    - ``prefill_attended``: (query, key) pairs those prompt tokens attend to, summed over
-      sequences (``attended_pairs(new, cached)`` for each);
-    - ``decode_seqs``: sequences producing one token each;
-    - ``decode_context_tokens``: tokens already in those sequences' KV caches, summed;
-    - ``prefill_cached_tokens`` (optional, default 0): cached tokens the prompt chunks attend
-      to (a chunked prefill or a prefix-cache hit), read from the KV cache.
-
-    A step mixing prefill and decode is one forward pass: the weights are read once. Its time
-    is ``max(FLOP ÷ (peak × compute eff.), bytes ÷ (bandwidth × memory eff.)) + all-reduce
-    time``, communication not overlapped. Plain float arithmetic, a few µs per call; it equals
-    ``step_time(step_cost(...), gpu)`` for the same step.
-
-    Introduced in: notebooks/02_prefill_and_decode.ipynb
-    """
-
-    def __init__(
-        self,
-        model: Model,
-        gpu: GPU,
-        n_gpus: int = 1,
-        weight_dtype: str = "bf16",
-        kv_dtype: str = "bf16",
-        efficiency: Efficiency | float | tuple | None = None,
-    ) -> None:
-        check_int("n_gpus", n_gpus, 1)
-        self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
-        self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
-        self.efficiency = as_efficiency(efficiency)
-        self.compute_dtype = compute_dtype(self._costs.weight_dtype, gpu)
-        self._flops_rate = gpu.peak_flops(self.compute_dtype) * self.efficiency.compute
-        self._bytes_rate = gpu.memory_bandwidth * self.efficiency.memory
-        self._link = _link_bandwidth(gpu, n_gpus)
-        self._allreduce_latency = 2 * (n_gpus - 1) * ALLREDUCE_HOP_LATENCY_S
-
-    def breakdown(
-        self,
-        prefill_tokens: int,
-        prefill_attended: int,
-        decode_seqs: int,
-        decode_context_tokens: int,
-        prefill_cached_tokens: int = 0,
-    ) -> tuple[float, float, float]:
-        """(compute seconds, memory seconds, communication seconds) of one step."""
-        flops, w, kv_r, kv_w, act, comm, tokens = self._costs.components(
-            prefill_tokens,
-            prefill_attended,
-            decode_seqs,
-            decode_context_tokens,
-            prefill_cached_tokens,
-        )
-        if not tokens:
-            return 0.0, 0.0, 0.0
-        t_comm = comm / self._link + self._costs.n_allreduce * self._allreduce_latency
-        return flops / self._flops_rate, (w + kv_r + kv_w + act) / self._bytes_rate, t_comm
-
-    def __call__(
-        self,
-        prefill_tokens: int,
-        prefill_attended: int,
-        decode_seqs: int,
-        decode_context_tokens: int,
-        prefill_cached_tokens: int = 0,
-    ) -> float:
-        t_compute, t_memory, t_comm = self.breakdown(
-            prefill_tokens,
-            prefill_attended,
-            decode_seqs,
-            decode_context_tokens,
-            prefill_cached_tokens,
-        )
-        return max(t_compute, t_memory) + t_comm
-
-    def decode_steps(self, decode_seqs: int, decode_context_tokens: np.ndarray) -> np.ndarray:
-        """Seconds of decode-only steps, one per entry of ``decode_context_tokens``: the same
-        as ``[self(0, 0, decode_seqs, c) for c in decode_context_tokens]``, vectorised, so the
-        simulator can run a stretch of identical decode steps at once.
-
-        Introduced in: notebooks/05_optimizations.ipynb
-        """
-        context = np.asarray(decode_context_tokens, dtype=float)
-        t_compute, t_memory, t_comm = self.breakdown(0, 0, decode_seqs, context)
-        return np.maximum(t_compute, t_memory) + t_comm
-
-    def cost(
-        self,
-        prefill_tokens: int,
-        prefill_attended: int,
-        decode_seqs: int,
-        decode_context_tokens: int,
-        prefill_cached_tokens: int = 0,
-    ) -> Cost:
-        """The ``Cost`` of the step this timer times."""
-        return self._costs.cost(
-            prefill_tokens,
-            prefill_attended,
-            decode_seqs,
-            decode_context_tokens,
-            prefill_cached_tokens,
-        )
-
-
-def step_timer(
-    model: Model,
-    gpu: GPU,
-    n_gpus: int = 1,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    efficiency: Efficiency | float | tuple | None = None,
-) -> StepTimer:
-    """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel).
-
-    Introduced in: notebooks/02_prefill_and_decode.ipynb
-    """
-    return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
-
-
-def step_time(cost: Cost, gpu: GPU, efficiency: Efficiency | float | tuple | None = None) -> float:
-    """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer).
-
-    Introduced in: notebooks/02_prefill_and_decode.ipynb
-    """
-    eff = as_efficiency(efficiency)
-    if not cost.tokens:
-        return 0.0
-    t_compute = cost.flops / (gpu.peak_flops(compute_dtype(cost.weight_dtype, gpu)) * eff.compute)
-    t_memory = cost.memory_bytes / (gpu.memory_bandwidth * eff.memory)
-    t_comm = cost.comm_bytes / _link_bandwidth(gpu, cost.tp)
-    t_comm += cost.n_allreduce * 2 * (cost.tp - 1) * ALLREDUCE_HOP_LATENCY_S
-    return max(t_compute, t_memory) + t_comm
-
-
 def decode_crossover_batch(
     model: Model,
     gpu: GPU,
@@ -534,3 +482,16 @@ def decode_crossover_batch(
         else:
             low = middle
     return high
+
+
+#: Names that moved to ``llminfer.steptime`` with the realistic step time; still importable from
+#: here (PEP 562), so ``from llminfer.roofline import StepTimer`` keeps working.
+_MOVED = ("StepTimer", "as_step_model", "step_time", "step_timer")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        from llminfer import steptime
+
+        return getattr(steptime, name)
+    raise AttributeError(f"module 'llminfer.roofline' has no attribute {name!r}")

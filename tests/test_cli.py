@@ -38,7 +38,7 @@ def test_json_writes_null_for_goodput_without_an_slo(capsys):
         (["metrics", str(DATA / "requests_bad.csv")], "8 bad row(s)"),
         (["metrics", str(DATA / "nothere.csv")], "no such file"),
         (["metrics", str(DATA / "requests.csv"), "--slo", "ttft=fast"], "NAME=DURATION"),
-        (["metrics", str(DATA / "requests.csv"), "--format", "vllm"], "not valid JSON"),
+        (["metrics", str(DATA / "requests.csv"), "--format", "vllm"], "is not vllm output"),
     ],
 )
 def test_bad_input_exits_2_with_the_message_and_no_traceback(args, message, capsys):
@@ -81,3 +81,11 @@ def test_parse_slo_units():
     assert parse_slo("ttft=2") == {"ttft_s": 2.0}
     with pytest.raises(ValueError, match="names no target"):
         parse_slo(",")
+
+
+def test_n_gpus_that_does_not_split_the_heads_is_refused(capsys):
+    # Llama-3.1-8B has 32 attention heads and 8 KV heads: TP 3 is refused by vLLM too.
+    args = ["diagnose", str(DATA / "requests.csv"), "--model", "llama-3.1-8b", "--gpu", "h100"]
+    assert main([*args, "--n-gpus", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-gpus=3" in err and "allowed: 1, 2, 4, 8, 16, 32" in err

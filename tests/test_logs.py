@@ -200,7 +200,7 @@ def test_importers_agree_on_latencies():
 
 def test_vllm_start_times_are_monotonic_and_genai_perf_skips_empty_events():
     vllm = read_requests(DATA / "vllm_bench_detailed.json")
-    assert "monotonic" in " ".join(vllm.source.assumptions)
+    assert "perf_counter" in " ".join(vllm.source.assumptions)
     assert vllm.requests.loc[0, "start_ts"] == 100.0
     genai = read_requests(DATA / "genai_perf_profile_export.json")
     # The role-only event 4 ms before the first content is not the first token.
@@ -213,15 +213,16 @@ def test_vllm_start_times_are_monotonic_and_genai_perf_skips_empty_events():
 def test_llmperf_says_start_times_are_assumed():
     log = read_requests(DATA / "llmperf_individual_responses.json")
     assert (log.requests["start_ts"] == 0).all()
-    assert "no start time" in log.source.assumptions[0]
+    assert "no request start times" in log.source.assumptions[0]
+    assert not log.source.starts_known
 
 
 def test_unrecognised_json_is_an_error(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')
-    with pytest.raises(ValueError, match="not recognised"):
+    with pytest.raises(ValueError, match="not a format llminfer knows"):
         read_requests(path)
-    with pytest.raises(ValueError, match="lacks vLLM per-request arrays"):
+    with pytest.raises(ValueError, match="is not vllm output"):
         read_requests(path, format="vllm")
 
 
@@ -271,7 +272,7 @@ ODD_CELLS = [
 def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
     tmp_path, monkeypatch, column, cell, whole_times
 ):
-    from llminfer import logs
+    from llminfer import logfile
 
     text = (DATA / "requests.csv").read_text(encoding="utf-8").splitlines()
     if whole_times:  # "3" where the article has "3.10": pandas reads such a column as int64
@@ -290,7 +291,7 @@ def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
         return log.requests, log.rejected, log.source
 
     fast = load()
-    monkeypatch.setattr(logs, "_read_article_csv", lambda path: None)
+    monkeypatch.setattr(logfile, "_read_article_csv", lambda path: None)
     slow = load()
     if isinstance(slow, str):
         assert fast == slow
@@ -301,7 +302,7 @@ def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
 
 
 def test_the_fast_csv_path_is_taken_for_the_article_columns():
-    from llminfer import logs
+    from llminfer import logfile
 
-    frame = logs._read_article_csv(DATA / "requests.csv")
+    frame = logfile._read_article_csv(DATA / "requests.csv")
     assert frame is not None and list(frame.columns) == list(ARTICLE_COLUMNS)

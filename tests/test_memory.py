@@ -3,10 +3,12 @@
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from llminfer import (
+    check_tensor_parallel,
+    estimate_latency,
     get_gpu,
     get_model,
     kv_cache_bytes,
@@ -15,6 +17,8 @@ from llminfer import (
     list_models,
     max_concurrency,
     plan_memory,
+    step_timer,
+    tensor_parallel_sizes,
     weight_bytes,
 )
 from llminfer.memory import (
@@ -22,6 +26,7 @@ from llminfer.memory import (
     concurrency_table,
     default_reserve_bytes,
     kv_bytes_per_token,
+    kv_heads_per_gpu,
     kv_per_token_table,
     kv_utilization,
 )
@@ -84,6 +89,41 @@ def test_tensor_parallel_shards_kv_heads():
     assert kv_cache_bytes(llama70, 1, tp=16) == 80 * 2 * 1 * 128 * 2  # a head is replicated
 
 
+# vLLM's rule (vllm-project/vllm, vllm/config.py ModelConfig.verify_with_parallel_config:
+# "Total number of attention heads must be divisible by tensor parallel size"; and
+# vllm/model_executor/layers/linear.py QKVParallelLinear: tp >= kv heads -> 1 head per GPU,
+# replicas = divide(tp, kv heads), else divide(kv heads, tp)).
+def test_tensor_parallel_sizes_follow_vllm():
+    assert tensor_parallel_sizes(LLAMA8, 64) == [1, 2, 4, 8, 16, 32]
+    assert tensor_parallel_sizes(get_model("qwen2.5-7b"), 28) == [1, 2, 4, 28]  # 28 heads, 4 KV
+    assert tensor_parallel_sizes(get_model("falcon-7b"), 100) == [1, 71]  # 71 heads, MQA
+    # MLA: one latent per token, only the 128 attention heads must split.
+    assert tensor_parallel_sizes(get_model("deepseek-v3"), 128) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert [kv_heads_per_gpu(LLAMA8, tp) for tp in (1, 2, 4, 8, 16, 32)] == [8, 4, 2, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: kv_cache_bytes(LLAMA8, 1000, tp=3), "tp=3"),
+        (lambda: kv_bytes_per_token(LLAMA8, tp=6), "tp=6"),
+        (lambda: plan_memory(LLAMA8, get_gpu("h100-sxm"), n_gpus=3), "n_gpus=3"),
+        (lambda: estimate_latency(LLAMA8, get_gpu("h100-sxm"), 10, 10, n_gpus=3), "n_gpus=3"),
+        (lambda: step_timer(LLAMA8, get_gpu("h100-sxm"), n_gpus=12), "n_gpus=12"),
+        (lambda: kv_cache_bytes(get_model("qwen2.5-7b"), 10, tp=7), "tp=7"),
+    ],
+)
+def test_uneven_tensor_parallel_is_refused(call, name):
+    # Llama-3.1-8B at TP 3 used to store 8 // 3 = 2 KV heads per GPU: 6 of its 8 heads.
+    with pytest.raises(ValueError, match=rf"{name}: .*allowed: 1, 2, 4"):
+        call()
+
+
+def test_tp_error_explains_kv_heads():
+    with pytest.raises(ValueError, match="4 KV heads"):
+        check_tensor_parallel(get_model("qwen2.5-7b"), 7)
+
+
 def test_block_rounding():
     assert kv_cache_bytes(LLAMA8, 17, block_size=16) == kv_cache_bytes(LLAMA8, 32)
     assert kv_cache_bytes(LLAMA8, 16, block_size=16) == kv_cache_bytes(LLAMA8, 16)
@@ -115,19 +155,19 @@ def test_capacity_and_concurrency_hand_computed():
 def test_plan_memory_hand_computed():
     h100 = get_gpu("h100-sxm")
     plan = plan_memory(LLAMA8, h100, reserve_bytes=2e9, context_tokens=8192, concurrency=16)
-    budget = 80e9 * 0.9 - 8_030_261_248 * 2 - 2e9
+    budget = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 2e9  # nvidia-smi: 81,559 MiB
     assert plan.kv_budget_bytes == pytest.approx(budget)
     assert plan.capacity_tokens == math.floor(budget / (16 * 131_072)) * 16
     assert plan.max_concurrency == pytest.approx(math.floor(budget / (16 * 131_072)) / 512)
     assert plan.kv_needed_bytes == 16 * 8192 * 131_072
     assert plan.fits
-    assert sum(plan.breakdown().values()) == pytest.approx(80e9)
+    assert sum(plan.breakdown().values()) == pytest.approx(81_559 * 2**20)
 
 
 def test_plan_memory_says_why_it_does_not_fit():
     plan = plan_memory(get_model("llama-3.1-70b"), get_gpu("h100-sxm"))
     assert not plan.fits
-    assert "weights (141.1 GB)" in plan.reason and "exceed" in plan.reason
+    assert "weights (131.4 GiB)" in plan.reason and "exceed" in plan.reason  # 141.1 GB
     assert plan.capacity_tokens == 0 and plan.max_concurrency == 0
     tight = plan_memory(LLAMA8, get_gpu("l4"), context_tokens=131072, concurrency=4)
     assert not tight.fits and "short by" in tight.reason
@@ -176,6 +216,7 @@ def test_kv_linear_in_tokens_and_concurrency(model, tokens, concurrency, dtype):
 
 @given(models, st.floats(0, 1e12), st.sampled_from([1, 16, 32]), st.sampled_from([1, 2, 8]))
 def test_capacity_never_negative_and_within_budget(model, budget, block, tp):
+    assume(tp in tensor_parallel_sizes(model, tp))  # e.g. Falcon-7B's 71 heads: TP 1 or 71
     capacity = kv_capacity_tokens(model, budget, block_size=block, tp=tp)
     assert capacity >= 0 and capacity % block == 0
     assert capacity * kv_bytes_per_token(model, tp=tp) <= budget

@@ -15,6 +15,7 @@ CHAPTERS = {
     "05_optimizations",
     "06_log_analysis",
     "07_troubleshooting",
+    "08_measure_a_server",  # a lab beyond the article (CONVENTIONS.md, Layout)
 }
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

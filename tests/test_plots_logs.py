@@ -52,3 +52,14 @@ def test_request_anatomy_ticks_every_chunk_and_labels_the_metrics():
     assert "TTFT = " in texts and "TPOT = " in texts and "E2E = " in texts
     with pytest.raises(ValueError, match="request_id='nope'"):
         request_anatomy(frame, request_id="nope")
+
+
+def test_latency_cdf_units_by_magnitude_and_separate_percentile_labels(article):
+    # article log: E2E of 1.9-4.4 s is drawn in s, TTFT of 0.42-0.56 s (p99 < 1 s) in ms
+    fig = latency_cdf(article)
+    ttft_ax, _, e2e_ax = fig.axes
+    assert ttft_ax.get_xlabel() == "TTFT (ms)" and e2e_ax.get_xlabel() == "E2E latency (s)"
+    assert max(e2e_ax.lines[0].get_xdata()) < 10
+    # one box lists p50/p95/p99 instead of three texts stacked 0.04 apart on the curve
+    (box,) = ttft_ax.texts
+    assert box.get_text().splitlines()[0].startswith("p50 ") and "p99" in box.get_text()

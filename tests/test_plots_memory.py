@@ -7,15 +7,15 @@ from llminfer.memory import concurrency_table
 from llminfer.plots import concurrency_curve, memory_bar
 
 
-def test_memory_bar_segments_are_the_plan_in_gb():
+def test_memory_bar_segments_are_the_plan_in_gib():
     plan = plan_memory(get_model("llama-3.1-8b"), get_gpu("h100-sxm"), context_tokens=8192)
     fig = memory_bar(plan)
     ax = fig.axes[0]
     widths = [patch.get_width() for patch in ax.patches]
-    expected = [v / 1e9 for v in plan.breakdown().values() if v > 0]
+    expected = [v / 2**30 for v in plan.breakdown().values() if v > 0]
     assert widths == pytest.approx(expected)
-    assert sum(widths) == pytest.approx(80)
-    assert "GB" in ax.get_xlabel()
+    assert sum(widths) == pytest.approx(81_559 / 1024)  # nvidia-smi: 81,559 MiB = 79.65 GiB
+    assert "GiB" in ax.get_xlabel()
     assert fig._repr_png_().startswith(b"\x89PNG")
 
 

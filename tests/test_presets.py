@@ -32,7 +32,8 @@ def test_every_reference_model_and_gpu_is_a_preset():
 
 @pytest.mark.parametrize("row", MODEL_ROWS, ids=lambda r: r["key"])
 def test_kv_bytes_per_token_matches_the_reference(row):
-    # Reference: shared/reference/models.json "derived_kv_cache_bytes_per_token_16bit".
+    # Reference: layers × kv_heads × head_dim × 2 (K and V) × 2 bytes, from each model's config
+    # (the row's source column), precomputed in the presets CSV.
     model = get_model(row["key"])
     assert llminfer.kv_bytes_per_token(model, "bf16") == int(row["kv_bytes_per_token_bf16"])
     assert "http" in model.source or "arXiv" in model.source
@@ -73,7 +74,9 @@ def test_traps_from_the_reference_notes():
 
 def test_gpu_figures_are_dense_and_in_base_units():
     h100 = get_gpu("h100-sxm")
-    assert h100.memory_bytes == 80e9
+    # nvidia-smi reports 81,559 MiB on an "80 GB" H100 (NVIDIA/nccl#1264, modal-client#2797).
+    assert h100.memory_bytes == 81_559 * 2**20
+    assert h100.marketed_memory_bytes == 80e9
     assert h100.memory_bandwidth == 3.35e12
     assert h100.peak_flops("bf16") == pytest.approx(989.4e12)  # 1,979 "with sparsity" / 2
     assert h100.peak_flops("fp8") == pytest.approx(1978.9e12)
@@ -130,3 +133,32 @@ def test_bad_gpu_raises_naming_the_parameter():
         GPU(name="x", memory_bytes=0, memory_bandwidth=1e12)
     with pytest.raises(ValueError, match="bf16_flops=-1"):
         GPU(name="x", memory_bytes=1e9, memory_bandwidth=1e12, bf16_flops=-1)
+
+
+# Totals as the driver reports them: nvidia-smi MiB (modal-labs/modal-client#2797 lists A100,
+# H100, L4, L40S; NVIDIA/TensorRT-LLM#10278 the B200), rocminfo KB for the MI300X
+# (ROCm/legacy-rocm-build#4414), Apple's unified memory in GiB.
+DRIVER_MEMORY = {
+    "a100-40gb": 40_960 * 2**20,
+    "a100-80gb": 81_920 * 2**20,
+    "h100-sxm": 81_559 * 2**20,
+    "h100-pcie": 81_559 * 2**20,
+    "h200": 143_771 * 2**20,
+    "b200": 183_359 * 2**20,
+    "l4": 23_034 * 2**20,
+    "l40s": 46_068 * 2**20,
+    "rtx-4090": 24_564 * 2**20,
+    "mi300x": 201_310_208 * 1024,
+    "m2-ultra": 192 * 2**30,
+    "m3-max": 128 * 2**30,
+}
+
+
+@pytest.mark.parametrize("key", list_gpus())
+def test_every_gpu_holds_driver_memory_with_a_source(key):
+    gpu = get_gpu(key)
+    assert gpu.memory_bytes == DRIVER_MEMORY[key]
+    assert "memory: " in gpu.source and len(gpu.source.split("memory: ")[1]) > 20
+    # The driver's total sits within a few per cent below the label read as GiB.
+    label_gib = gpu.marketed_memory_bytes / 1e9
+    assert 0.93 * label_gib * 2**30 <= gpu.memory_bytes <= label_gib * 2**30

@@ -62,3 +62,14 @@ def test_plots_carry_their_data():
         prefill_chart(table)
     with pytest.raises(ValueError, match="queue_s=-1"):
         request_breakdown(est, queue_s=-1)
+
+
+def test_request_breakdown_legend_is_inside_the_figure():
+    stages = {"network": 0.05, "queue": 0.2, "prefill": 0.05, "decode": 1.56}
+    fig = request_breakdown_chart(stages)
+    fig.canvas.draw()
+    (legend,) = fig.legends  # a figure legend, placed by constrained layout
+    box = legend.get_window_extent()
+    assert box.y0 >= 0 and box.x0 >= 0 and box.x1 <= fig.bbox.x1
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert "1.56 s" in labels and "200 ms" in labels  # ms or s by magnitude

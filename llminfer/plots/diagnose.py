@@ -15,6 +15,17 @@ from llminfer.plots._figure import COLORS, new_figure
 _LABELS = {"ttft_s": "TTFT (ms)", "tpot_s": "TPOT (ms)", "e2e_s": "E2E latency (ms)"}
 
 
+def _readable_log_axis(ax) -> None:
+    """Log scale with plain labels (5, 10, 20, 50 ms — never 6×10⁰) on 1-2-5 ticks, so a
+    narrow range such as TPOT between 5 and 40 ms still gets several readable labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def before_after_cdf(
     before: RequestLog | pd.DataFrame,
     after: RequestLog | pd.DataFrame,
@@ -40,7 +51,7 @@ def before_after_cdf(
                 ax.step(values, fraction, where="post", color=colour, label=label)
         if slo and name in slo:
             ax.axvline(slo[name] * 1e3, color="black", ls="--", lw=1, label="target")
-        ax.set_xscale("log")
+        _readable_log_axis(ax)
         ax.set_xlabel(_LABELS.get(name, name))
         ax.set_ylabel("share of requests")
         ax.legend(fontsize=8, loc="lower right")

@@ -21,8 +21,11 @@ def latency_cdf(
     percentiles: Sequence[float] = (50, 95, 99),
     slo: dict[str, float] | None = None,
 ) -> Figure:
-    """One CDF panel per metric (successful requests, milliseconds) with percentile markers.
+    """One CDF panel per metric (successful requests) with percentile markers.
 
+    Each panel is in ms, or in s when its highest marked percentile is a second or more.
+    Percentiles are marked on the curve and listed in a box in the panel's corner, so p95 and
+    p99 never overlap.
     ``slo`` (seconds, keys like ``ttft_s``) draws each target as a red dashed line.
 
     Introduced in: notebooks/06_log_analysis.ipynb
@@ -32,19 +35,33 @@ def latency_cdf(
     fig, axes = new_figure(4.0 * len(metrics), 3.4, ncols=len(metrics))
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, metrics, strict=True):
-        values = np.sort(table[name].dropna().to_numpy()) * 1e3
-        if values.size == 0:
+        seconds = np.sort(table[name].dropna().to_numpy())
+        if seconds.size == 0:
             ax.set_title(f"{_LABELS.get(name, name)}: no values")
             continue
+        scale, unit = (1.0, "s") if np.percentile(seconds, max(percentiles)) >= 1 else (1e3, "ms")
+        values = seconds * scale
         fraction = np.arange(1, values.size + 1) / values.size
         ax.step(values, fraction, where="post", color=COLORS["decode"])
-        for q, value in zip(percentiles, np.percentile(values, percentiles), strict=True):
-            ax.axvline(value, color="grey", lw=0.8, ls=":")
-            ax.text(value, q / 100, f" p{q:g} {value:.0f}", fontsize=8, va="bottom")
+        marks = np.percentile(values, percentiles)
+        ax.plot(marks, np.asarray(percentiles) / 100, "o", color="black", ms=3)
+        listing = "\n".join(
+            f"p{q:g} {v:.3g} {unit}" for q, v in zip(percentiles, marks, strict=True)
+        )
+        ax.text(
+            0.97,
+            0.05,
+            listing,
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8, "lw": 0.5},
+        )
         if slo and name in slo:
-            ax.axvline(slo[name] * 1e3, color=COLORS["queue"], ls="--", label="SLO")
-            ax.legend(fontsize=8, loc="lower right")
-        ax.set_xlabel(f"{_LABELS.get(name, name)} (ms)")
+            ax.axvline(slo[name] * scale, color=COLORS["queue"], ls="--", label="SLO")
+            ax.legend(fontsize=8, loc="upper left")
+        ax.set_xlabel(f"{_LABELS.get(name, name)} ({unit})")
         ax.set_ylim(0, 1.02)
     axes[0].set_ylabel("fraction of requests ≤ x")
     fig.suptitle("Latency distributions (successful requests)")

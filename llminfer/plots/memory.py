@@ -9,12 +9,14 @@ from matplotlib.figure import Figure
 
 from llminfer.memory import MemoryPlan
 from llminfer.plots._figure import COLORS, new_figure, require_columns
+from llminfer.units import GiB
 
 
 def memory_bar(
     plans: MemoryPlan | Sequence[MemoryPlan], labels: Sequence[str] | None = None
 ) -> Figure:
-    """Stacked horizontal bar per plan: weights / reserve / KV cache / free / headroom, in GB.
+    """Stacked horizontal bar per plan: weights / reserve / KV cache / free / headroom, in GiB
+    (2^30 bytes, the unit nvidia-smi and the article use for GPU memory).
 
     A plan whose weights do not fit shows its weights running past the GPU's memory line.
 
@@ -33,19 +35,19 @@ def memory_bar(
                 continue
             ax.barh(
                 row,
-                value / 1e9,
-                left=left / 1e9,
+                value / GiB,
+                left=left / GiB,
                 color=COLORS[part],
                 label=part if row == 0 else None,
             )
             left += value
-        ax.plot([plan.memory_bytes / 1e9] * 2, [row - 0.45, row + 0.45], color="black", lw=1.5)
+        ax.plot([plan.memory_bytes / GiB] * 2, [row - 0.45, row + 0.45], color="black", lw=1.5)
         verdict = "fits" if plan.fits else "does NOT fit"
         detail = f"{plan.concurrency} × {plan.context_tokens:,} tok; max {plan.max_concurrency:.1f}"
-        ax.text(left / 1e9, row, f"  {verdict}\n  {detail}", va="center", fontsize=8)
+        ax.text(left / GiB, row, f"  {verdict}\n  {detail}", va="center", fontsize=8)
     ax.set_yticks(range(len(plans)), labels)
     ax.invert_yaxis()
-    ax.set_xlabel("memory per GPU (GB = 10⁹ bytes); black line = the GPU's memory")
+    ax.set_xlabel("memory per GPU (GiB = 2³⁰ bytes); black line = what the driver reports")
     fig.legend(loc="outside lower center", fontsize=8, ncols=5)
     ax.margins(x=0.25)
     ax.set_title("Weights first, the rest belongs to the KV cache")

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from llminfer.hardware import GPU
 from llminfer.plots._figure import COLORS, new_figure, require_columns
 from llminfer.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
+from llminfer.units import format_duration
 
 
 def roofline_chart(
@@ -75,19 +76,18 @@ def request_breakdown_chart(stages: Mapping[str, float], title: str = "") -> Fig
     """
     if not stages or any(v < 0 for v in stages.values()):
         raise ValueError("stages must map stage names to durations >= 0 seconds")
-    fig, ax = new_figure(8, 1.9)
+    fig, ax = new_figure(8, 2.4)
     left = 0.0
     total = sum(stages.values())
     for stage, seconds in stages.items():
         ax.barh(0, seconds, left=left, color=COLORS.get(stage, "#999999"), label=stage)
-        if seconds > 0.04 * total:
-            ax.text(left + seconds / 2, 0, f"{seconds * 1e3:.0f} ms", ha="center", va="center")
+        if seconds > 0.04 * total:  # durations in ms or s by magnitude
+            ax.text(left + seconds / 2, 0, format_duration(seconds), ha="center", va="center")
         left += seconds
     ax.set_yticks([])
     ax.set_xlabel("time since the user pressed enter (s)")
-    ax.set_title(title or f"One request: {total:.2f} s end to end")
-    # A figure legend "outside": constrained layout keeps room for it, so it shows wherever
-    # the figure is rendered (an axes legend pushed below the axes was cut off in widgets).
+    ax.set_title(title or f"One request: {format_duration(total)} end to end")
+    # a figure-level legend below the axes: constrained layout makes room, nothing is clipped
     fig.legend(ncols=len(stages), fontsize=8, loc="outside lower center")
     return fig
 
@@ -104,6 +104,18 @@ def decode_batch_chart(table: pd.DataFrame, title: str = "") -> Figure:
     fig, (left, right) = new_figure(10, 3.8, ncols=2)
     left.plot(table["batch"], table["step_s"] * 1e3, marker="o", label="estimate")
     left.plot(table["batch"], table["ideal_step_s"] * 1e3, ls="--", label="ideal (100 % of peak)")
+    if "fits" in table and not table["fits"].all():  # timed, but the KV caches do not fit
+        bad = table[~table["fits"].astype(bool)]
+        for ax, column, scale in ((left, "step_s", 1e3), (right, "tokens_per_s", 1)):
+            ax.scatter(
+                bad["batch"],
+                bad[column] * scale,
+                marker="x",
+                s=90,
+                color=COLORS["queue"],
+                zorder=5,
+                label="does not fit in GPU memory",
+            )
     left.set_xscale("log", base=2)
     left.set_xlabel("sequences decoded together (batch)")
     left.set_ylabel("one decode step (ms)")
@@ -114,26 +126,39 @@ def decode_batch_chart(table: pd.DataFrame, title: str = "") -> Figure:
     right.set_yscale("log")
     right.set_xlabel("sequences decoded together (batch)")
     right.set_ylabel("output tokens/s (whole GPU)")
+    if "fits" in table and not table["fits"].all():
+        right.legend(fontsize=8)
     fig.suptitle(title or "Decode: the step barely slows while batch grows, so throughput rises")
     return fig
 
 
 def prefill_chart(table: pd.DataFrame) -> Figure:
-    """Prefill time (s) versus prompt length (tokens), one line per GPU, log-log, from
-    ``prefill_table``.
+    """Prefill from ``prefill_table``, one line per GPU: time per prompt token (µs, left) and
+    the whole prefill (s, right) versus prompt length (tokens, log scale).
+
+    Per token, the weights' matrix multiplies cost the same at any length, so the left panel is
+    flat until attention's T² term bends it up; short prompts, memory-bound, cost more per
+    token on the GPU with less bandwidth.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     require_columns(table, {"gpu", "prompt_tokens", "ttft_s"})
-    fig, ax = new_figure(7, 4)
+    fig, (left, right) = new_figure(11, 4, ncols=2)
     for gpu, group in table.groupby("gpu", sort=False):
-        ax.plot(group["prompt_tokens"], group["ttft_s"], marker="o", label=gpu)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("prompt length (tokens)")
-    ax.set_ylabel("prefill time = TTFT without queueing (s)")
-    ax.set_title("Longer prompts → later first token")
-    ax.legend(fontsize=8)
+        label = str(gpu).replace("NVIDIA ", "")
+        per_token = group["ttft_s"] / group["prompt_tokens"] * 1e6
+        left.plot(group["prompt_tokens"], per_token, marker="o", label=label)
+        right.plot(group["prompt_tokens"], group["ttft_s"], marker="o", label=label)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("prompt length (tokens)")
+    left.set_ylim(bottom=0)
+    left.set_ylabel("prefill time per prompt token (µs)")
+    left.set_title("Per token: flat, then attention's T² term")
+    right.set_yscale("log")
+    right.set_ylabel("whole prefill = TTFT without queueing (s)")
+    right.set_title("Longer prompts → later first token")
+    left.legend(fontsize=8)
     return fig
 
 
@@ -156,19 +181,80 @@ def gpu_comparison_chart(table: pd.DataFrame) -> Figure:
 
 
 def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
-    """HBM bytes of standard and tiled (Flash) attention versus sequence length, log-log,
-    from ``llminfer.flash.flash_traffic_table``.
+    """HBM bytes of standard and tiled (Flash) attention versus sequence length (left, log-log)
+    and their ratio (right), from ``llminfer.flash.flash_traffic_table``.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     require_columns(table, {"seq_len", "standard_bytes", "flash_bytes"})
-    fig, ax = new_figure(7, 4)
+    fig, (ax, ratio) = new_figure(11, 4, ncols=2)
     ax.plot(table["seq_len"], table["standard_bytes"] / 1e9, marker="o", label="standard")
     ax.plot(table["seq_len"], table["flash_bytes"] / 1e9, marker="s", label="FlashAttention")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length N (tokens)")
     ax.set_ylabel("HBM traffic of one attention layer (GB)")
-    ax.set_title(title or "Tiling keeps the N×N matrix on chip")
     ax.legend(fontsize=8)
+    ratio.plot(
+        table["seq_len"], table["standard_bytes"] / table["flash_bytes"], marker="o", color="k"
+    )
+    ratio.set_xscale("log", base=2)
+    ratio.set_ylim(bottom=0)
+    ratio.set_xlabel("sequence length N (tokens)")
+    ratio.set_ylabel("standard ÷ FlashAttention bytes (×)")
+    fig.suptitle(title or "Tiling keeps the N×N matrix on chip")
+    return fig
+
+
+def measured_steps_chart(table: pd.DataFrame, title: str = "") -> Figure:
+    """Measured step times beside the roofline floor and the realistic model, from
+    ``llminfer.calibration.compare_measurements``: decode steps versus batch (left, one line
+    per context length), prefill per prompt token versus prompt length (middle), and a decode
+    batch sharing its step with a prompt chunk (right). Dots measured, solid lines the model,
+    dashed lines the roofline at 100 % of the peaks; times in ms.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    require_columns(
+        table, {"kind", "batch", "tokens", "context", "prefill_chunk", "measured_s", "model_s"}
+    )
+    require_columns(table, {"ideal_s"})
+    fig, (dec, pre, mix) = new_figure(14, 4.2, ncols=3)
+    decode = table[table["kind"] == "decode_graph"]
+    for i, (context, group) in enumerate(decode.groupby("context")):
+        group = group.sort_values("batch").drop_duplicates("batch")
+        if len(group) < 2:
+            continue
+        color = f"C{i}"
+        dec.plot(group["batch"], group["measured_s"] * 1e3, "o", color=color)
+        dec.plot(group["batch"], group["model_s"] * 1e3, "-", color=color, label=f"{context:,.0f}")
+        dec.plot(group["batch"], group["ideal_s"] * 1e3, "--", color=color, alpha=0.6)
+    dec.set_xscale("log", base=2)
+    dec.set_xlabel("sequences decoded together (batch)")
+    dec.set_ylabel("one decode step (ms)")
+    dec.set_ylim(bottom=0)
+    dec.legend(title="context (tokens)", fontsize=7, title_fontsize=7)
+    dec.set_title("Decode: a floor it never reaches")
+    prefill = table[(table["kind"] == "prefill_graph") & (table["batch"] == 1)]
+    prefill = prefill.sort_values("tokens").drop_duplicates("tokens")
+    per = prefill["tokens"]
+    pre.plot(per, prefill["measured_s"] / per * 1e6, "o", color=COLORS["prefill"], label="measured")
+    pre.plot(per, prefill["model_s"] / per * 1e6, "-", color=COLORS["prefill"], label="model")
+    pre.plot(per, prefill["ideal_s"] / per * 1e6, "--", color="grey", label="roofline floor")
+    pre.set_xscale("log", base=2)
+    pre.set_xlabel("prompt length (tokens), batch 1")
+    pre.set_ylabel("prefill time per prompt token (µs)")
+    pre.set_ylim(bottom=0)
+    pre.legend(fontsize=7)
+    pre.set_title("Prefill: short prompts pay fixed costs")
+    mixed = table[table["kind"] == "mixed_step"].sort_values("prefill_chunk")
+    mix.plot(mixed["prefill_chunk"], mixed["measured_s"] * 1e3, "o", color="k", label="measured")
+    mix.plot(mixed["prefill_chunk"], mixed["model_s"] * 1e3, "-", color="k", label="model")
+    mix.plot(mixed["prefill_chunk"], mixed["ideal_s"] * 1e3, "--", color="grey", label="floor")
+    mix.set_xlabel("prompt chunk in the step (tokens)")
+    mix.set_ylabel("one step (ms)")
+    mix.set_ylim(bottom=0)
+    mix.legend(fontsize=7)
+    mix.set_title("32 decodes + a prompt chunk")
+    fig.suptitle(title or "Measured steps (dots), the model (lines), the roofline (dashed)")
     return fig

@@ -2,8 +2,10 @@
 
 ``models.csv`` and ``gpus.csv`` sit beside this file; each row keeps the source it was taken
 from (model configs, papers, vendor data sheets). GPU figures are stored in data-sheet units
-(GB, GB/s, TFLOP/s dense, KiB of shared memory per SM) and converted to bytes, bytes/s and
-FLOP/s on load.
+(GB/s, TFLOP/s dense, KiB of shared memory per SM) and converted to bytes/s and FLOP/s on
+load. Memory is stored in bytes as the driver reports it (``nvidia-smi``'s total, e.g. 81,559 MiB
+for an "80 GB" H100), with its own source column; ``marketed_memory_gb`` keeps the data sheet's
+label.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ _MODEL_INT_FIELDS = (
 )
 # CSV column → (GPU field, factor to base units)
 _GPU_COLUMNS = {
-    "memory_gb": ("memory_bytes", 1e9),
+    "memory_bytes": ("memory_bytes", 1),
+    "marketed_memory_gb": ("marketed_memory_bytes", 1e9),
     "memory_bandwidth_gb_s": ("memory_bandwidth", 1e9),
     "bf16_tflops": ("bf16_flops", 1e12),
     "fp16_tflops": ("fp16_flops", 1e12),
@@ -103,7 +106,8 @@ def _gpu_from_row(key: str) -> GPU:
         for column, (field, factor) in _GPU_COLUMNS.items()
     }
     values["sm_count"] = int(row["sm_count"]) if row["sm_count"] else None
-    return GPU(name=row["name"], source=row["source"], **values)
+    source = f"{row['source']} ; memory: {row['memory_source']}"
+    return GPU(name=row["name"], source=source, **values)
 
 
 def list_models() -> list[str]:

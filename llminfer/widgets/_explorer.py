@@ -28,7 +28,9 @@ Two rules keep the explorers right and quick in a real browser:
 
 from __future__ import annotations
 
+import functools
 import html
+import inspect
 import json
 import math
 import time
@@ -41,6 +43,7 @@ import ipywidgets as W
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from traitlets import TraitError
 
 from llminfer.plots._figure import NotebookFigure, drawing_into, figure_png
 
@@ -118,6 +121,14 @@ class Explorer(ABC):
     """
 
     title = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every explorer's constructor builds its controls from its arguments; a value a
+        # control refuses (TraitError: "Invalid selection") or silently clamps to its range
+        # becomes a ValueError naming the argument and what it may be.
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _named_arguments(cls.__dict__["__init__"])
 
     def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
         for name, control in controls.items():
@@ -305,3 +316,59 @@ class Explorer(ABC):
             f"{type(self).__name__}: {self.title} (run the notebook to move its controls)"
         )
         return bundle
+
+
+def _allowed(control: W.ValueWidget) -> str:
+    """What a control accepts, in words."""
+    options = getattr(control, "options", None)
+    if options:
+        values = [o[1] if isinstance(o, tuple) and len(o) == 2 else o for o in options]
+        return "one of " + ", ".join(repr(v) for v in values)
+    if hasattr(control, "min") and hasattr(control, "max"):
+        kind = "an integer" if isinstance(control.value, int) else "a number"
+        return f"{kind} from {control.min!r} to {control.max!r}"
+    return f"of type {type(control.value).__name__}"
+
+
+def _named_arguments(init):
+    """Wrap an explorer's ``__init__`` so a bad argument raises ValueError naming it."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)  # TypeError for unknown names, as usual
+        given = {k: v for k, v in bound.arguments.items() if k != "self"}
+        name = type(self).__name__
+        try:
+            init(self, *args, **kwargs)
+        except TraitError as exc:
+            # Find the argument: the one whose control refuses it in a default-built explorer.
+            defaults = type(self)()
+            for key, value in given.items():
+                control = defaults.controls.get(key)
+                if control is None:
+                    continue
+                try:
+                    control.value = value
+                except TraitError:
+                    raise ValueError(
+                        f"{name}({key}={value!r}): {key} must be {_allowed(control)}"
+                    ) from None
+            raise ValueError(f"{name}: an argument was refused: {exc}") from None
+        for key, value in given.items():
+            control = self.controls.get(key)
+            if control is None:
+                continue
+            unset = value is None and bool(getattr(control, "options", None))
+            if unset or _differs(control.value, value):
+                raise ValueError(f"{name}({key}={value!r}): {key} must be {_allowed(control)}")
+
+    return wrapper
+
+
+def _differs(shown: Any, given: Any) -> bool:
+    """True when a control holds another value than it was given (clamped to its range)."""
+    try:
+        return bool(shown != given)
+    except (TypeError, ValueError):
+        return False

@@ -8,8 +8,8 @@ import ipywidgets as W
 
 from llminfer.cases import CASE_SLO, CASE_STUDIES
 from llminfer.diagnose import Diagnosis, diagnose
+from llminfer.logs import RequestLog, read_requests
 from llminfer.plots.diagnose import before_after_cdf
-from llminfer.simulate import SimResult
 from llminfer.widgets._explorer import Explorer, whole
 
 
@@ -30,7 +30,7 @@ class DiagnosisExplorer(Explorer):
         ttft_ms: float = CASE_SLO["ttft_s"] * 1e3,
         tpot_ms: float = CASE_SLO["tpot_s"] * 1e3,
     ) -> None:
-        self._runs: dict[tuple[str, bool], SimResult] = {}
+        self._runs: dict[tuple[str, bool], RequestLog] = {}
         controls = {
             "case": W.Dropdown(options=list(CASE_STUDIES), value=case, description="case"),
             "fixed": W.Checkbox(value=fixed, description="apply the suggested change"),
@@ -51,18 +51,20 @@ class DiagnosisExplorer(Explorer):
         }
         super().__init__(controls)
 
-    def run(self, case: str, fixed: bool) -> SimResult:
-        """The simulated run, computed once per (case, fixed) and kept."""
-        key = (case, fixed and bool(CASE_STUDIES[case].fix))
+    def run(self, case: str, fixed: bool) -> RequestLog:
+        """The simulated run's log, computed once per (case, fixed) and kept."""
+        study = CASE_STUDIES[case]
+        key = (case, fixed and bool(study.fix))
         if key not in self._runs:
-            self._runs[key] = CASE_STUDIES[case].run(fixed=key[1])
+            deployment = study.fixed_deployment if key[1] else study.deployment
+            self._runs[key] = read_requests(study.requests(deployment))
         return self._runs[key]
 
     def compute(self, case: str, fixed: bool, ttft_ms: float, tpot_ms: float) -> Diagnosis:
         study = CASE_STUDIES[case]
         deployment = study.fixed_deployment if fixed else study.deployment
         slo = {"ttft_s": ttft_ms / 1e3, "tpot_s": tpot_ms / 1e3}
-        return diagnose(self.run(case, fixed).log, slo=slo, **deployment.diagnose_kwargs())
+        return diagnose(self.run(case, fixed), slo=slo, **deployment.diagnose_kwargs())
 
     def describe(self, diagnosis: Diagnosis) -> str:
         study = CASE_STUDIES[self.controls["case"].value]
@@ -76,8 +78,8 @@ class DiagnosisExplorer(Explorer):
     def draw(self, diagnosis: Diagnosis):
         case = self.controls["case"].value
         return before_after_cdf(
-            self.run(case, False).log,
-            self.run(case, self.controls["fixed"].value).log,
+            self.run(case, False),
+            self.run(case, self.controls["fixed"].value),
             slo=diagnosis.slo,
             title=f"{case}: as found vs {'fixed' if self.controls['fixed'].value else 'as found'}",
         )

@@ -1,0 +1,401 @@
+"""A streaming load generator for OpenAI-compatible servers: asyncio + aiohttp.
+
+aiohttp, as vLLM's own ``benchmark_serving`` uses: one event loop drives hundreds of streams,
+the response body is read line by line as it arrives (``StreamReader``), and the same library
+serves the toy server. ``benchmarks/bench_client.py`` measures how close its timestamps are to
+a known chunk schedule and what it costs per chunk.
+
+Load comes from ``llminfer.workload.Workload``, the same description ``simulate`` takes: an open
+loop (requests sent at the drawn arrival times, Poisson or bursty) or a closed loop (C users,
+each sending its next request ``think_time_s`` after its previous answer ended). Prompts are
+words from a fixed list, one token each on ``llminfer serve`` (and roughly so on a BPE model);
+requests in a prefix group start with the same words.
+
+Every request sent ends in the log: ``status`` ok or failed with the reason in ``error``
+(connection refused, HTTP status and the server's message, time-out, a stream cut before
+``[DONE]``, an answer without a single token). Times are seconds from the start of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from llminfer.bench.sse import SSEDecoder, read_chunk
+from llminfer.workload import Workload
+
+#: Prompt words: common English words, each a single token in the usual BPE vocabularies.
+WORDS = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "they",
+    "you",
+    "were",
+    "her",
+    "she",
+    "there",
+    "one",
+    "all",
+    "we",
+    "their",
+    "can",
+    "has",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "time",
+    "out",
+    "up",
+    "into",
+    "some",
+    "could",
+    "them",
+    "other",
+    "than",
+    "then",
+    "now",
+    "only",
+    "its",
+    "over",
+    "also",
+    "after",
+    "new",
+    "two",
+    "first",
+    "any",
+    "these",
+    "may",
+    "such",
+    "like",
+    "our",
+    "how",
+    "even",
+    "most",
+    "made",
+    "well",
+    "back",
+    "through",
+    "where",
+    "much",
+    "down",
+    "way",
+    "should",
+    "because",
+    "each",
+    "just",
+    "those",
+    "people",
+    "very",
+    "good",
+    "day",
+)
+ENDPOINTS = {False: "/completions", True: "/chat/completions"}
+
+
+@dataclass
+class RequestRecord:
+    """One request as the client saw it; times in seconds from the run's start.
+
+    ``chunk_ts``: arrival time of every chunk that carried text; ``usage``: the server's
+    counts if it sent them; ``http_status``: 0 when no response came.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    start_ts: float = float("nan")
+    end_ts: float = float("nan")
+    chunk_ts: list[float] = field(default_factory=list)
+    text_chars: int = 0
+    usage: dict | None = None
+    http_status: int = 0
+    error: str = ""
+    warmup: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def make_prompt(n_tokens: int, rng: np.random.Generator, prefix: str = "") -> str:
+    """A prompt of ``n_tokens`` words: ``prefix`` (shared words) then random words.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    have = len(prefix.split())
+    words = rng.choice(len(WORDS), size=max(n_tokens - have, 0))
+    return " ".join([prefix, *(WORDS[i] for i in words)]).strip()
+
+
+def plan_requests(workload: Workload) -> pd.DataFrame:
+    """``workload.requests()`` plus a ``prompt`` column of text with that many words; requests
+    of one prefix group share their first ``prefix_tokens`` words.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    table = workload.requests()
+    rng = np.random.default_rng(np.random.SeedSequence(workload.seed).spawn(5)[4])
+    longest = int(table["prefix_tokens"].max()) if len(table) else 0
+    prefixes = {
+        group: make_prompt(longest, np.random.default_rng([workload.seed, int(group)]))
+        for group in sorted(set(table["prefix_group"]) - {-1})
+    }
+    prompts = []
+    for group, prefix_tokens, tokens in zip(
+        table["prefix_group"], table["prefix_tokens"], table["prompt_tokens"], strict=True
+    ):
+        prefix = " ".join(prefixes[group].split()[:prefix_tokens]) if group >= 0 else ""
+        prompts.append(make_prompt(int(tokens), rng, prefix))
+    return table.assign(prompt=prompts)
+
+
+def request_body(model: str, prompt: str, max_tokens: int, chat: bool, usage: bool, extra=None):
+    """The JSON body of one streamed request (OpenAI's field names).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    body = {"model": model, "max_tokens": int(max_tokens), "stream": True, "temperature": 0}
+    if chat:
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if usage:
+        body["stream_options"] = {"include_usage": True}
+    body.update(extra or {})
+    return body
+
+
+async def send_request(session, url: str, body: dict, record: RequestRecord, t0: float) -> None:
+    """Stream one request to ``url`` and fill ``record`` (times in seconds since ``t0``, a
+    ``time.perf_counter`` value); a failed request gets its reason in ``record.error`` and
+    never raises.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    import aiohttp
+
+    clock = time.perf_counter
+    record.start_ts = clock() - t0
+    decoder, done, finish = SSEDecoder(), False, None
+    try:
+        async with session.post(url, json=body) as response:
+            record.http_status = response.status
+            if response.status >= 400:
+                text = await response.text()
+                record.error = f"HTTP {response.status}: {_error_message(text)}"
+                return
+            async for line in response.content:
+                data = decoder.feed(line)
+                if data is None:
+                    continue
+                now = clock() - t0
+                chunk = read_chunk(data)
+                if chunk.error:
+                    record.error = chunk.error
+                    return
+                if chunk.done:
+                    done = True
+                    break
+                if chunk.text is not None:
+                    record.chunk_ts.append(now)
+                    record.text_chars += len(chunk.text)
+                if chunk.usage:
+                    record.usage = chunk.usage
+                finish = chunk.finish_reason or finish
+            tail = decoder.flush()
+            if tail is not None and read_chunk(tail).done:
+                done = True
+    except asyncio.CancelledError:
+        record.error = "interrupted before the answer ended"
+        raise
+    except aiohttp.ClientConnectorError as exc:
+        record.error = f"connection failed: {exc.os_error or exc}"
+    except asyncio.TimeoutError:
+        record.error = f"timed out after {clock() - t0 - record.start_ts:.1f} s"
+    except aiohttp.ClientPayloadError as exc:
+        record.error = f"stream cut after {len(record.chunk_ts)} chunks: {exc}"
+    except aiohttp.ClientError as exc:
+        record.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        record.end_ts = clock() - t0
+    if not record.error and not done and finish is None:
+        record.error = f"stream cut: ended without [DONE] after {len(record.chunk_ts)} chunks"
+    elif not record.error and not record.chunk_ts:
+        record.error = "empty response: the stream carried no token"
+
+
+def _error_message(text: str) -> str:
+    try:
+        error = json.loads(text).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message or text)[:300]
+    except (ValueError, AttributeError):
+        return text.strip()[:300] or "(no body)"
+
+
+@dataclass
+class BenchRun:
+    """The state of one run: its records (measured and warm-up), filled as requests finish,
+    so an interrupted run still has everything that finished.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    workload: Workload
+    records: list[RequestRecord] = field(default_factory=list)
+    warmup: list[RequestRecord] = field(default_factory=list)
+    on_done: Callable[[RequestRecord], None] | None = None
+    interrupted: bool = False
+    duration_s: float = float("nan")
+    t0: float = float("nan")  # time.perf_counter() at the run's time zero
+
+
+async def run_bench(
+    url: str,
+    workload: Workload,
+    model: str,
+    chat: bool = False,
+    warmup: int = 0,
+    timeout_s: float = 300.0,
+    include_usage: bool = True,
+    extra_body: dict | None = None,
+    run: BenchRun | None = None,
+    on_done: Callable[[RequestRecord], None] | None = None,
+) -> BenchRun:
+    """Send ``workload`` to the server at ``url`` (its base, e.g. ``http://127.0.0.1:8000/v1``)
+    and return the ``BenchRun``; ``warmup`` requests go first, one at a time, and are kept
+    apart in ``run.warmup``. ``timeout_s`` bounds each request.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    import aiohttp
+
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ValueError(f"url={url!r} must be an http(s) base URL like http://127.0.0.1:8000/v1")
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={workload!r} must be a llminfer.workload.Workload")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup={warmup!r} must be an integer >= 0")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s={timeout_s!r} must be > 0 seconds")
+    run = run or BenchRun(workload)
+    run.on_done = on_done
+    endpoint = url.rstrip("/") + ENDPOINTS[bool(chat)]
+    table = plan_requests(workload)
+
+    def body(i: int) -> dict:
+        row = table.iloc[i]
+        return request_body(
+            model, row["prompt"], row["output_tokens"], chat, include_usage, extra_body
+        )
+
+    def record(i: int, warm: bool = False) -> RequestRecord:
+        row = table.iloc[i % len(table)]
+        name = f"warmup-{i}" if warm else row["request_id"]
+        return RequestRecord(
+            name, int(row["prompt_tokens"]), int(row["output_tokens"]), warmup=warm
+        )
+
+    # No connection limit (the workload decides concurrency); the timeout covers the whole
+    # request, stream included.
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        t0 = time.perf_counter()
+        for i in range(warmup):
+            item = record(i, warm=True)
+            run.warmup.append(item)
+            await send_request(session, endpoint, body(i % len(table)), item, t0)
+        t0 = run.t0 = time.perf_counter()
+        pending: set[asyncio.Task] = set()
+
+        async def one(i: int) -> None:
+            item = record(i)
+            run.records.append(item)
+            await send_request(session, endpoint, body(i), item, t0)
+            if run.on_done:
+                run.on_done(item)
+
+        try:
+            if workload.closed_loop:
+                queue = iter(range(len(table)))
+
+                async def user() -> None:
+                    for i in queue:
+                        await one(i)
+                        if workload.think_time_s:
+                            await asyncio.sleep(workload.think_time_s)
+
+                pending = {asyncio.create_task(user()) for _ in range(workload.concurrency)}
+            else:
+                for i, arrival in enumerate(table["arrival_s"]):
+                    delay = t0 + float(arrival) - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    pending.add(asyncio.create_task(one(i)))
+            await asyncio.gather(*pending)
+        except asyncio.CancelledError:
+            run.interrupted = True
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
+        finally:
+            run.duration_s = time.perf_counter() - t0
+    return run
+
+
+def bench(url: str, workload: Workload, model: str, **kwargs) -> BenchRun:
+    """``run_bench`` from synchronous code, also inside Jupyter (whose loop is already
+    running: the run then gets its own loop in a worker thread).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    coroutine = run_bench(url, workload, model, **kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

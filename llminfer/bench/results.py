@@ -1,0 +1,181 @@
+"""A load generator's records as chapter 6's request log, and the run's accounting.
+
+``records_frame`` gives the article's columns plus ``status``/``error`` and the per-chunk times
+(``token_ts``, ``chunk_tokens``) that ``llminfer.logs`` defines, and says where each token count
+came from: ``output_tokens_from`` is ``usage`` (the server's own count) or ``counted`` (text
+chunks counted by the client: a chunk may hold several tokens, so it is flagged);
+``input_tokens_from`` is ``usage`` or ``requested`` (the prompt length the client asked for).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from llminfer.bench.client import BenchRun, RequestRecord
+
+
+def _chunk_tokens(n_chunks: int, n_tokens: int) -> np.ndarray:
+    """Spread ``n_tokens`` over ``n_chunks`` chunks as evenly as whole numbers allow (each
+    chunk carried at least one token)."""
+    if n_chunks == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n_tokens < n_chunks:
+        return np.ones(n_chunks, dtype=np.int64)
+    base, extra = divmod(n_tokens, n_chunks)
+    return np.array([base + (i >= n_chunks - extra) for i in range(n_chunks)], dtype=np.int64)
+
+
+def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
+    """One row per request in the request-log schema of ``llminfer.logs`` (seconds from the
+    run's start; ``token_ts``/``chunk_tokens`` as arrays).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    rows = []
+    for r in records:
+        usage = r.usage or {}
+        counted = len(r.chunk_ts)
+        has_out = isinstance(usage.get("completion_tokens"), int)
+        has_in = isinstance(usage.get("prompt_tokens"), int)
+        output = usage["completion_tokens"] if has_out else counted
+        rows.append(
+            {
+                "request_id": r.request_id,
+                "start_ts": r.start_ts,
+                "first_token_ts": r.chunk_ts[0] if r.chunk_ts else np.nan,
+                "end_ts": r.end_ts,
+                "input_tokens": usage["prompt_tokens"] if has_in else r.prompt_tokens,
+                "output_tokens": output,
+                "status": "ok" if r.ok else "failed",
+                "error": r.error,
+                "token_ts": np.asarray(r.chunk_ts, dtype=float) if r.chunk_ts else None,
+                "chunk_tokens": _chunk_tokens(counted, output) if r.chunk_ts else None,
+                "http_status": r.http_status,
+                "input_tokens_from": "usage" if has_in else "requested",
+                "output_tokens_from": "usage" if has_out else "counted",
+                "requested_output_tokens": r.max_tokens,
+            }
+        )
+    columns = [
+        "request_id",
+        "start_ts",
+        "first_token_ts",
+        "end_ts",
+        "input_tokens",
+        "output_tokens",
+        "status",
+        "error",
+        "token_ts",
+        "chunk_tokens",
+        "http_status",
+        "input_tokens_from",
+        "output_tokens_from",
+        "requested_output_tokens",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def accounting(run: BenchRun) -> dict[str, int]:
+    """``sent``, ``ok``, ``failed`` (measured requests) and ``warmup``; raises RuntimeError if
+    ``sent != ok + failed`` — a request lost by the client would be a bug, never a result.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    ok = sum(r.ok for r in run.records)
+    failed = sum(not r.ok for r in run.records)
+    counts = {"sent": len(run.records), "ok": ok, "failed": failed, "warmup": len(run.warmup)}
+    if counts["sent"] != ok + failed:
+        raise RuntimeError(f"request accounting broken: {counts}")
+    return counts
+
+
+def _cell(values) -> str:
+    if values is None:
+        return ""
+    array = np.asarray(values)
+    if array.dtype.kind == "f":
+        return " ".join(f"{v:.6f}" for v in array)
+    return " ".join(str(int(v)) for v in array)
+
+
+def write_log(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write a request log as CSV that ``read_requests`` reads back (arrays as space-separated
+    numbers, times to the microsecond).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    path = Path(path)
+    out = frame.copy()
+    for column in ("token_ts", "chunk_tokens"):
+        if column in out.columns:
+            out[column] = [_cell(v) for v in out[column]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out.to_csv(path, index=False, float_format="%.6f")
+    return path
+
+
+def warmup_path(path: str | Path) -> Path:
+    """Where the warm-up requests of a log at ``path`` go: ``NAME.warmup.csv`` beside it.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    path = Path(path)
+    return path.with_name(path.stem + ".warmup" + (path.suffix or ".csv"))
+
+
+def decode_tps(frame: pd.DataFrame) -> float:
+    """Decode throughput of a run, tokens/s: every token after each request's first, over the
+    span from the first first-token to the last end (ok requests only).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    ok = frame[frame["status"] == "ok"]
+    if ok.empty:
+        raise ValueError("frame has no successful request: no decode throughput")
+    span = ok["end_ts"].max() - ok["first_token_ts"].min()
+    return float((ok["output_tokens"] - 1).sum() / span) if span > 0 else float("nan")
+
+
+def sweep_server(
+    url: str,
+    workload,
+    model: str,
+    concurrencies=None,
+    rates=None,
+    percentiles=(50, 90, 99),
+    **bench_kwargs,
+) -> tuple[pd.DataFrame, dict]:
+    """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
+    same workload otherwise — the measured twin of ``llminfer.simulate.sweep``.
+
+    Returns (table, logs): one table row per load with the load column, ``failed``,
+    ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
+    its request log (a DataFrame in chapter 6's schema).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    from dataclasses import replace
+
+    from llminfer.bench.client import bench
+    from llminfer.metrics import summarize
+
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    rows, logs = [], {}
+    for value in values:
+        point = replace(
+            workload, **{kind: value, ("concurrency" if kind == "rate" else "rate"): None}
+        )
+        run = bench(url, point, model, **bench_kwargs)
+        frame = records_frame(run.records)
+        counts = accounting(run)
+        logs[value] = frame
+        summary = summarize(frame, percentiles=percentiles).to_dict()
+        rows.append(
+            {kind: value, "failed": counts["failed"], "decode_tps": decode_tps(frame), **summary}
+        )
+    return pd.DataFrame(rows), logs

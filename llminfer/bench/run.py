@@ -1,0 +1,187 @@
+"""``python -m llminfer bench URL …``: measure a server, write chapter 6's request log.
+
+Exit codes: 0 when every request succeeded, 1 when any failed (the log is written and the
+reasons counted on stderr), 130 after Ctrl-C (what had finished is written), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import re
+import sys
+from collections import Counter
+
+import numpy as np
+
+from llminfer.workload import Workload
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:,]\s*(\d+))?\s*$")
+
+
+def parse_length(text: str, name: str):
+    """``"512"`` → 512 tokens; ``"100-900"`` (or ``100:900``) → a uniform ``(100, 900)`` range.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    match = _RANGE.match(str(text))
+    if match is None:
+        raise ValueError(f"{name}={text!r} must be a token count like 512 or a range like 100-900")
+    low, high = int(match.group(1)), match.group(2)
+    return low if high is None else (low, int(high))
+
+
+class Progress:
+    """A tqdm bar over the measured requests with live TTFT p50, TPOT p50 and output tokens/s.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="req", disable=not enabled, file=sys.stderr)
+        self.ttft: list[float] = []
+        self.tpot: list[float] = []
+        self.tokens, self.failed, self.first_start = 0, 0, math.inf
+
+    def __call__(self, record) -> None:
+        self.bar.update(1)
+        self.first_start = min(self.first_start, record.start_ts)
+        if not record.ok:
+            self.failed += 1
+        elif record.chunk_ts:
+            self.ttft.append(record.chunk_ts[0] - record.start_ts)
+            n = (record.usage or {}).get("completion_tokens", len(record.chunk_ts))
+            self.tokens += n
+            if n > 1:
+                self.tpot.append((record.end_ts - record.chunk_ts[0]) / (n - 1))
+        elapsed = max(record.end_ts - self.first_start, 1e-9)
+        ttft = np.median(self.ttft) * 1e3 if self.ttft else math.nan
+        tpot = np.median(self.tpot) * 1e3 if self.tpot else math.nan
+        self.bar.set_postfix_str(
+            f"TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms, "
+            f"{self.tokens / elapsed:.0f} out tok/s, failed {self.failed}",
+            refresh=False,
+        )
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _workload(args: argparse.Namespace) -> Workload:
+    return Workload(
+        n_requests=args.n,
+        rate=args.rate,
+        concurrency=args.concurrency,
+        burstiness=args.burstiness,
+        prompt_tokens=parse_length(args.prompt_tokens, "--prompt-tokens"),
+        output_tokens=parse_length(args.output_tokens, "--output-tokens"),
+        think_time_s=args.think_time,
+        shared_prefix_tokens=args.shared_prefix_tokens,
+        prefix_groups=args.prefix_groups,
+        seed=args.seed,
+    )
+
+
+def _first_model(url: str, timeout_s: float) -> str:
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout_s) as reply:
+            return json.load(reply)["data"][0]["id"]
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise ValueError(f"--model not given and {url}/models did not name one: {exc}") from None
+
+
+def _bench_command(args: argparse.Namespace) -> int:
+    from llminfer.bench.client import BenchRun, run_bench
+    from llminfer.bench.results import accounting, records_frame, warmup_path, write_log
+    from llminfer.logs import read_requests
+
+    if (args.rate is None) == (args.concurrency is None):
+        raise ValueError("give exactly one of --rate (requests/s) or --concurrency (users)")
+    workload = _workload(args)
+    model = args.model or _first_model(args.url, min(args.timeout, 10.0))
+    extra = {"ignore_eos": True} if args.ignore_eos else None
+    run = BenchRun(workload)
+    progress = Progress(args.n, enabled=not args.no_progress)
+    code = 0
+    try:
+        asyncio.run(
+            run_bench(
+                args.url,
+                workload,
+                model,
+                chat=args.chat,
+                warmup=args.warmup,
+                timeout_s=args.timeout,
+                include_usage=not args.no_usage,
+                extra_body=extra,
+                run=run,
+                on_done=progress,
+            )
+        )
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        progress.close()
+    counts = accounting(run)
+    frame = records_frame(run.records)
+    write_log(frame, args.out)
+    if run.warmup:
+        write_log(records_frame(run.warmup), warmup_path(args.out))
+    log = read_requests(args.out)  # the file must read back as chapter 6's log
+    print(
+        f"{workload.describe()} to {args.url} ({model}): sent {counts['sent']}, "
+        f"ok {counts['ok']}, failed {counts['failed']}, warm-up {counts['warmup']} (kept apart)"
+        f"{' — interrupted' if run.interrupted else ''}; wrote {args.out} ({len(log)} rows)"
+    )
+    if counts["failed"]:
+        reasons = Counter(e.split(":")[0] for e in frame.loc[frame.status == "failed", "error"])
+        for reason, n in reasons.most_common(5):
+            print(f"  failed {n}: {reason}", file=sys.stderr)
+    if counts["ok"]:
+        from llminfer.metrics import summarize
+
+        print(summarize(log))
+    return code or (1 if counts["failed"] else 0)
+
+
+def register_bench(subparsers) -> None:
+    """Add ``bench URL``: stream a workload to an OpenAI-compatible server, write its log.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure an OpenAI-compatible server with a streaming load generator",
+        description="Send a workload (open loop at --rate, or --concurrency users) to URL's "
+        "/completions (or /chat/completions with --chat), stream every answer, and write a "
+        "request log with per-chunk times. Exit 0 if all requests succeeded, 1 if any failed.",
+    )
+    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", help="model name (default: the first of URL/models)")
+    parser.add_argument("--n", type=int, default=100, help="measured requests")
+    load = parser.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=float, help="requests/s, open loop (inf = all at once)")
+    load.add_argument("--concurrency", type=int, help="users in a closed loop")
+    parser.add_argument("--burstiness", type=float, default=1.0, help="1 = Poisson arrivals")
+    parser.add_argument("--think-time", type=float, default=0.0, help="closed loop pause, s")
+    parser.add_argument("--prompt-tokens", default="256", help="e.g. 256 or 100-900")
+    parser.add_argument("--output-tokens", default="64", help="e.g. 64 or 16-128")
+    parser.add_argument("--shared-prefix-tokens", type=int, default=0)
+    parser.add_argument("--prefix-groups", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=0, help="requests sent first, kept apart")
+    parser.add_argument("--timeout", type=float, default=300.0, help="per request, s")
+    parser.add_argument("--chat", action="store_true", help="use /chat/completions")
+    parser.add_argument("--no-usage", action="store_true", help="do not ask for usage counts")
+    parser.add_argument(
+        "--ignore-eos", action="store_true", help="send vLLM's ignore_eos (exact output length)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--out", required=True, help="request log to write (.csv)")
+    parser.set_defaults(func=_bench_command)

@@ -1,0 +1,119 @@
+"""Answers to notebook 02's "Try it" questions, computed by llminfer."""
+
+from dataclasses import replace
+
+from llminfer.exercises import Exercise
+from llminfer.flash import flash_traffic_table
+from llminfer.latency import estimate_latency
+from llminfer.memory import kv_cache_bytes
+from llminfer.presets import get_gpu, get_model
+from llminfer.roofline import bound, decode_crossover_batch, step_cost
+from llminfer.toy import ToyModel
+
+
+def _decode_bound_at_batch_1024() -> str:
+    cost = step_cost(get_model("llama-3.1-8b"), batch=1024, new_tokens=1, context_tokens=16)
+    return bound(cost, get_gpu("h100-sxm"))
+
+
+def _fp8_ttft_speedup() -> float:
+    llama, h100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    bf16 = estimate_latency(llama, h100, 2048, 2)
+    fp8 = estimate_latency(llama, h100, 2048, 2, weight_dtype="fp8")
+    return bf16.ttft_s / fp8.ttft_s
+
+
+def _weight_only_fp8_ttft_speedup() -> float:
+    llama, h100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    no_fp8_cores = replace(h100, fp8_flops=None)  # FP8 weights, BF16 matmuls: weight-only
+    bf16 = estimate_latency(llama, h100, 2048, 2)
+    fp8 = estimate_latency(llama, no_fp8_cores, 2048, 2, weight_dtype="fp8")
+    return bf16.ttft_s / fp8.ttft_s
+
+
+def _crossover_70b() -> int:
+    return decode_crossover_batch(get_model("llama-3.1-70b"), get_gpu("h100-sxm"), 128)
+
+
+def _mha_cache_growth() -> float:
+    gqa = ToyModel(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=2, vocab_size=256, seed=0)
+    mha = ToyModel(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, vocab_size=256, seed=0)
+    tokens = 28  # the notebook's 16-token prompt and 12 generated tokens
+    return kv_cache_bytes(mha.config, tokens, "fp32") / kv_cache_bytes(gqa.config, tokens, "fp32")
+
+
+def _sram_times_four() -> float:
+    sram = get_gpu("h100-sxm").shared_memory_per_sm
+    one, four = (
+        flash_traffic_table([32768], head_dim=128, n_heads=32, sram_bytes=s)
+        for s in (sram, 4 * sram)
+    )
+    return float(one.flash_bytes[0] / four.flash_bytes[0])
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        key="02.1",
+        question=(
+            "Llama-3.1-8B decodes a batch of 1,024 sequences with 16 cached tokens each on an "
+            "H100 SXM. At peak rates, is the step compute- or memory-bound?"
+        ),
+        compute=_decode_bound_at_batch_1024,
+        accept=("compute-bound",),
+        hint="Intensity ≈ batch for decode with short caches; compare it with the ridge (295).",
+    ),
+    Exercise(
+        key="02.2",
+        question=(
+            "With FP8 weights *and* FP8 activations (W8A8) on an H100, by what factor does TTFT "
+            "of a 2,048-token prompt shrink against BF16?"
+        ),
+        compute=_fp8_ttft_speedup,
+        unit="×",
+        rel_tol=0.03,
+        hint="Compare estimate_latency(..., weight_dtype='fp8').ttft_s with the BF16 one.",
+    ),
+    Exercise(
+        key="02.3",
+        question=(
+            "And with FP8 weights but BF16 matrix multiplies (weight-only FP8)? By what factor "
+            "does TTFT shrink?"
+        ),
+        compute=_weight_only_fp8_ttft_speedup,
+        unit="×",
+        rel_tol=0.03,
+        hint="A GPU without an FP8 rate (replace(h100, fp8_flops=None)) computes in BF16.",
+    ),
+    Exercise(
+        key="02.4",
+        question=(
+            "At what batch does Llama-3.1-70B's decode cross the H100's ridge with 128 cached "
+            "tokens per sequence?"
+        ),
+        compute=_crossover_70b,
+        unit="sequences",
+        rel_tol=0.0,
+        abs_tol=1,
+        hint="decode_crossover_batch(get_model('llama-3.1-70b'), h100, 128)",
+    ),
+    Exercise(
+        key="02.5",
+        question=(
+            "Rebuild the small toy with n_kv_heads=4 (plain multi-head attention): by what "
+            "factor does with_cache.cache_bytes grow?"
+        ),
+        compute=_mha_cache_growth,
+        unit="×",
+        hint="The KV cache stores n_kv_heads × head_dim per token per layer.",
+    ),
+    Exercise(
+        key="02.6",
+        question=(
+            "Make sram_bytes four times larger in flash_traffic_table: by what factor does the "
+            "tiled traffic fall at 32,768 tokens?"
+        ),
+        compute=_sram_times_four,
+        unit="×",
+        hint="The tiled algorithm moves Θ(N²·d²/M) elements: M is the SRAM size.",
+    ),
+)

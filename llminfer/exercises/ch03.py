@@ -1,0 +1,144 @@
+"""Answers to notebook 03's "Try it" questions, computed with llminfer."""
+
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from llminfer.exercises import Exercise
+from llminfer.logs import read_requests
+from llminfer.metrics import compare_definitions, summarize
+from llminfer.presets import get_gpu, get_model
+from llminfer.simulate import EngineConfig, best_load, simulate, sweep
+from llminfer.workload import LogNormal, Workload
+
+#: The engine notebook 03 simulates: vLLM V0's scheduler (no chunked prefill, no prefix
+#: caching), where a step that prefills runs no decodes.
+V0_ENGINE = EngineConfig(
+    chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+)
+#: The load sweep of notebook 03 section 3 (requests per second).
+RATES = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32, 64)
+
+
+def load_test() -> Workload:
+    """Notebook 03's load test: 800 requests, lognormal prompts ≈ 800 and outputs ≈ 200 tokens.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    return Workload(
+        800,
+        rate=1,
+        prompt_tokens=LogNormal(800, 0.8, high=8000),
+        output_tokens=LogNormal(200, 0.8, high=2000),
+    )
+
+
+@cache
+def load_sweep() -> pd.DataFrame:
+    """Notebook 03's sweep: ``load_test`` at ``RATES`` on Llama-3.1-8B, one H100, ``V0_ENGINE``.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    model, gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    return sweep(load_test(), model, gpu, rates=RATES, engine=V0_ENGINE, percentiles=(50, 90, 99))
+
+
+def _demo(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "request_id": ["demo"],
+            "start_ts": [0.0],
+            "first_token_ts": [0.40],
+            "end_ts": [0.40 + 0.04 * (n - 1)],
+            "input_tokens": [2000],
+            "output_tokens": [n],
+        }
+    )
+
+
+def _llmperf_itl_120() -> float:
+    return compare_definitions(_demo(120)).loc["llmperf_itl", "mean_s"] * 1e3
+
+
+def _late_p90_ttft() -> float:
+    # the repository's data/ (the notebooks' dataset), beside the package in a checkout
+    big = read_requests(Path(__file__).resolve().parents[2] / "data" / "requests_realistic.csv")
+    since = big.requests["start_ts"] - big.requests["start_ts"].min()
+    return summarize(big.requests[since >= 480]).to_dict()["ttft_s_p90"]
+
+
+def _one_token_counts() -> str:
+    frame = _demo(1)
+    good = summarize(read_requests(frame), slo={"tpot_s": 0.05}).good_fraction
+    return "yes" if good == 1 else "no"
+
+
+def _prefill_share_at_32() -> float:
+    workload = load_test()
+    result = simulate(
+        Workload(
+            workload.n_requests,
+            rate=32,
+            prompt_tokens=workload.prompt_tokens,
+            output_tokens=workload.output_tokens,
+        ),
+        get_model("llama-3.1-8b"),
+        get_gpu("h100-sxm"),
+        engine=V0_ENGINE,
+    )
+    steps = result.steps
+    prefill = steps["prefill_tokens"] > 0
+    return 100 * steps.loc[prefill, "duration_s"].sum() / steps["duration_s"].sum()
+
+
+def _best_rate_ttft_02() -> float:
+    return best_load(load_sweep(), {"ttft_s": 0.2, "tpot_s": 0.05}, percentile=99)
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        "03.1",
+        "The demo request with 120 output tokens at the same 40 ms rhythm: what is llmperf's "
+        "'inter-token latency' E2E / N, in ms?",
+        _llmperf_itl_120,
+        unit="ms",
+        rel_tol=0.01,
+        hint="E2E = 0.40 s + 119 × 40 ms; divide by all 120 tokens.",
+    ),
+    Exercise(
+        "03.2",
+        "In the last two minutes of the realistic log, what is p90 TTFT, in s (the tightest "
+        "TTFT-only target that 90 % of those requests meet)?",
+        _late_p90_ttft,
+        unit="s",
+        rel_tol=0.02,
+        hint="summarize(...).to_dict()['ttft_s_p90'] or numpy's percentile.",
+    ),
+    Exercise(
+        "03.3",
+        "A one-token answer has no TPOT. Does summarize count it as meeting a TPOT target "
+        "(yes/no)?",
+        _one_token_counts,
+        hint="build a one-request log with output_tokens=1 and read good_fraction.",
+        accept=("true",),
+    ),
+    Exercise(
+        "03.4",
+        "At 32 requests/s in the simulated V0 engine, what percentage of the GPU's step time is "
+        "spent in steps that prefill?",
+        _prefill_share_at_32,
+        unit="%",
+        rel_tol=0.03,
+        hint="result.steps: sum duration_s where prefill_tokens > 0, over the total.",
+    ),
+    Exercise(
+        "03.5",
+        "Tighten the p99 TTFT target to 0.2 s (TPOT ≤ 50 ms): which is the highest rate that "
+        "still meets both, in requests/s?",
+        _best_rate_ttft_02,
+        unit="requests/s",
+        rel_tol=0.0,
+        hint="best_load(load_sweep, {'ttft_s': 0.2, 'tpot_s': 0.05}, percentile=99).",
+    ),
+)

@@ -1,0 +1,84 @@
+"""Answers to notebook 07's "Try it" questions, computed by llminfer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+
+from llminfer.exercises import Exercise
+
+
+@cache
+def _case_log(name: str, **change):
+    from llminfer.cases import CASE_STUDIES
+    from llminfer.logs import read_requests
+
+    case = CASE_STUDIES[name]
+    return read_requests(case.requests(replace(case.deployment, **change)))
+
+
+def _good_fraction(name: str, **change) -> float:
+    from llminfer.cases import CASE_SLO
+    from llminfer.metrics import summarize
+
+    return float(summarize(_case_log(name, **change), slo=CASE_SLO).good_fraction)
+
+
+def _healthy_at_6ms() -> str:
+    from llminfer.cases import CASE_STUDIES
+    from llminfer.diagnose import diagnose
+
+    case = CASE_STUDIES["healthy"]
+    report = diagnose(
+        _case_log("healthy"),
+        slo={"ttft_s": 1.0, "tpot_s": 0.006},
+        **case.deployment.diagnose_kwargs(),
+    )
+    return report.cause
+
+
+def _ramp_first_window() -> int:
+    from llminfer.cases import CASE_SLO, CASE_STUDIES
+    from llminfer.diagnose import diagnose
+
+    case = CASE_STUDIES["ramp"]
+    report = diagnose(_case_log("ramp"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
+    return int(report.finding("saturation").evidence["window"].split("/")[0])
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        "07.1",
+        "Tighten the healthy service's TPOT target to 6 ms (TTFT stays 1 s). Which cause does "
+        "diagnose name (one of llminfer.findings.CAUSES)?",
+        _healthy_at_6ms,
+        accept=("too slow",),
+        hint="look at the decode step: is TPOT already above 6 ms for the quietest requests, "
+        "or only when many requests decode together?",
+    ),
+    Exercise(
+        "07.2",
+        "The overloaded service on two replicas (one H100 each) instead of TP = 2: what share "
+        "of requests meets both targets?",
+        lambda: _good_fraction("overloaded", replicas=2),
+        unit="(fraction, 0–1)",
+        hint="simulate CASE_STUDIES['overloaded'].requests(replace(deployment, replicas=2)) "
+        "and read summarize(..., slo=CASE_SLO).good_fraction",
+    ),
+    Exercise(
+        "07.3",
+        "Would FP8 weights on the one H100 have cured the overloaded service? Give the share of "
+        "requests that meets both targets with weight_dtype='fp8'.",
+        lambda: _good_fraction("overloaded", weight_dtype="fp8"),
+        unit="(fraction, 0–1)",
+        hint="replace(deployment, weight_dtype='fp8'), simulate, then good_fraction",
+    ),
+    Exercise(
+        "07.4",
+        "In the ramp case, in which of the ten windows does the saturation step first see the "
+        "queue grow (k in 'k/10')?",
+        _ramp_first_window,
+        rel_tol=0.0,
+        hint="report.finding('saturation').evidence['window']",
+    ),
+)

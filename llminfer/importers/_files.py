@@ -1,0 +1,166 @@
+"""Reading a tool's export from disk: plain or gzip-compressed JSON, JSON Lines or Parquet,
+parsed once, plus the error type every importer raises.
+
+Every problem in an export is an ``ExportError`` (a ``ValueError``) whose message names the file,
+the record and the field, so no ``KeyError``/``TypeError`` from a malformed file reaches a user.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+class ExportError(ValueError):
+    """A tool export that cannot be read: the message names file, record and field.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+
+def problem(path: Path | str, where: str, message: str) -> ExportError:
+    """An ``ExportError`` for ``path``: ``where`` names the record and field (may be empty).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    place = f" {where}" if where else ""
+    return ExportError(f"{path}{place}: {message}")
+
+
+@dataclass
+class Document:
+    """One file, parsed once: ``json`` (a whole-file JSON value), ``lines`` (JSON Lines records,
+    one per non-empty line, with their 1-based line numbers) or ``table`` (Parquet).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+
+    path: Path
+    json: object = None
+    lines: list[tuple[int, object]] | None = None
+    table: pd.DataFrame | None = None
+    kind: str = "json"  # "json", "jsonl", "parquet", "csv" or "unknown"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+
+def _text(path: Path) -> str:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":  # gzip magic number, whatever the suffix
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise problem(path, "", f"looks gzip-compressed but cannot be read: {exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise problem(path, "", f"is not UTF-8 text ({exc})") from None
+
+
+def _head(path: Path, size: int = 1 << 16) -> str:
+    """The first ``size`` bytes of a file (decompressed when gzip), as text: enough to tell
+    JSON from a table without reading a large file whole."""
+    with path.open("rb") as file:
+        magic = file.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rb") as file:
+            raw = file.read(size)
+    except (OSError, EOFError) as exc:
+        raise problem(path, "", f"looks gzip-compressed but cannot be read: {exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if len(raw) == size and exc.start >= size - 3:  # a character cut by the head's end
+            return raw[: exc.start].decode("utf-8-sig")
+        raise problem(path, "", f"is not UTF-8 text ({exc})") from None
+
+
+def load(path: Path) -> Document:
+    """Parse ``path`` by its content (gzip, Parquet, JSON, JSON Lines or CSV), not its suffix.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    with path.open("rb") as file:
+        head = file.read(4)
+    if head == b"PAR1":
+        try:
+            table = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise problem(path, "", f"is a Parquet file that cannot be read: {exc}") from None
+        return Document(path, table=table, kind="parquet")
+    head_text = _head(path)
+    if not head_text.lstrip():
+        raise problem(path, "", "is empty")
+    if head_text.lstrip()[0] not in "[{":
+        # A table, not JSON: its first line decides, and the rest is the CSV reader's to parse
+        # (reading and splitting a whole 100 MB file here cost more than parsing it).
+        first_line = head_text.lstrip().splitlines()[0]
+        return Document(path, kind="csv" if "," in first_line else "unknown")
+    text = _text(path)
+    try:
+        return Document(path, json=json.loads(text), kind="json")
+    except json.JSONDecodeError as whole:
+        # Not one JSON value: JSON Lines (one record a line), e.g. AIPerf or SGLang output.
+        lines = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                lines.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                if len(lines) == 0 and number == 1:
+                    raise problem(path, "", f"is not valid JSON: {whole}") from None
+                raise problem(path, f"line {number}", f"is not JSON: {exc}") from None
+        return Document(path, lines=lines, kind="jsonl")
+
+
+def number(value, path, where: str, *, allow_none: bool = False) -> float:
+    """``value`` as a float, or an ``ExportError`` naming ``where`` (record and field).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if value is None:
+        if allow_none:
+            return math.nan
+        raise problem(path, where, "is missing (null)")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise problem(path, where, f"must be a number, not {type(value).__name__} {value!r:.60}")
+    try:
+        return float(value)
+    except ValueError:
+        raise problem(path, where, f"must be a number, not {value!r:.60}") from None
+
+
+def numbers(values, path, where: str) -> list[float]:
+    """A list of numbers (chunk gaps, timestamps) or an ``ExportError`` naming ``where``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if values is None:
+        return []
+    if not isinstance(values, (list, tuple)):
+        raise problem(path, where, f"must be a list of numbers, not {type(values).__name__}")
+    return [number(v, path, f"{where}[{i}]") for i, v in enumerate(values)]
+
+
+def field_of(record, key: str, path, where: str, *, default=...):
+    """``record[key]`` with an ``ExportError`` naming record and field when it is missing.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if not isinstance(record, dict):
+        raise problem(path, where, f"must be a JSON object, not {type(record).__name__}")
+    if key in record:
+        return record[key]
+    if default is not ...:
+        return default
+    raise problem(path, f"{where}, field {key!r}", "is missing")

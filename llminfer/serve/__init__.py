@@ -1,0 +1,22 @@
+"""``python -m llminfer serve``: a real, small inference server for ``ToyModel`` (chapter 8).
+
+``engine`` holds the iteration-level engine (waiting queue, continuous batching, chunked
+prefill, paged KV accounting, preemption), ``app`` the OpenAI-compatible HTTP routes and the
+Prometheus metrics, ``run`` the command and ``ServerProcess``, ``tokenizer`` the word-level toy
+tokenizer both server and load generator count with.
+"""
+
+from llminfer.serve.engine import PRESETS, ServeConfig, ToyEngine, build_model, decode_batch
+from llminfer.serve.run import ServerProcess, register_serve
+from llminfer.serve.tokenizer import ToyTokenizer
+
+__all__ = [
+    "PRESETS",
+    "ServeConfig",
+    "ServerProcess",
+    "ToyEngine",
+    "ToyTokenizer",
+    "build_model",
+    "decode_batch",
+    "register_serve",
+]

@@ -1,0 +1,437 @@
+"""An iteration-level inference engine for ``ToyModel`` that really runs on the CPU.
+
+It works like vLLM's scheduler, one model step at a time, with the knobs of
+``llminfer.simulate.EngineConfig`` under the same names:
+
+- new requests wait in a FIFO queue; a step admits them while fewer than ``max_num_seqs``
+  sequences run, the step's token budget ``max_num_batched_tokens`` lasts and the KV cache has
+  free blocks (continuous batching: the batch is refilled at every step);
+- with ``chunked_prefill`` a long prompt is split over steps and shares each step with the
+  decodes (decodes first, as vLLM V1 does); without it a step is either prompts or decodes;
+- all sequences that feed one token this step go through the weights together: one batched
+  matrix product per weight matrix for the whole batch (``decode_batch``), which is why eight
+  streams cost little more than one;
+- the KV cache is counted in blocks of ``block_size`` tokens with a fixed capacity
+  (``num_kv_blocks``); when a running sequence needs a block and none is free, the most recently
+  admitted sequence is preempted: its blocks are freed, it goes back to the head of the queue and
+  later recomputes its prompt and the tokens it had generated (vLLM's recompute preemption).
+
+Greedy decoding, no end-of-sequence token: a request for ``max_tokens`` gets exactly that many.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from llminfer.toy import ToyModel
+from llminfer.validate import check_int
+
+#: Model shapes of the toy server. Hidden size 128 keeps every weight matrix in the CPU's own
+#: cache, where multiplying 8 rows costs about 1.5x one row (256 wide: about 5x, measured with
+#: one BLAS thread); the fixed cost of a step — issuing some 25 array operations per layer —
+#: is then shared by the batch, as a GPU shares its weight reads. ``small`` (16 thin layers): a
+#: decode step of a few ms at batch 1 on a 2-core machine, under 2x that at batch 8, so 8
+#: streams get well over 3x the tokens/s of one; prefill grows with prompt length.
+PRESETS: dict[str, dict] = {
+    "tiny": {"n_layers": 2, "hidden_size": 128, "n_heads": 4, "n_kv_heads": 2},
+    "small": {"n_layers": 16, "hidden_size": 128, "n_heads": 4, "n_kv_heads": 2},
+    "medium": {"n_layers": 8, "hidden_size": 256, "n_heads": 8, "n_kv_heads": 2},
+}
+VOCAB_SIZE = 1024
+MAX_CONTEXT = 2048
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The toy engine's scheduler and cache knobs (names as ``EngineConfig`` and vLLM use).
+
+    ``max_num_seqs``: most running sequences; ``max_num_batched_tokens``: most tokens one step
+    computes (prompt tokens + one per decoding sequence); ``chunked_prefill``: split prompts
+    over steps; ``block_size``: tokens per KV block; ``num_kv_blocks``: KV cache capacity in
+    blocks (vLLM's ``num_gpu_blocks``), so capacity = ``num_kv_blocks × block_size`` tokens.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    max_num_seqs: int = 16
+    max_num_batched_tokens: int = 512
+    chunked_prefill: bool = True
+    block_size: int = 16
+    num_kv_blocks: int = 1024
+
+    def __post_init__(self) -> None:
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        check_int("block_size", self.block_size, 1)
+        check_int("num_kv_blocks", self.num_kv_blocks, 1)
+        if not isinstance(self.chunked_prefill, bool):
+            raise ValueError(f"chunked_prefill={self.chunked_prefill!r} must be True or False")
+
+    @property
+    def capacity_tokens(self) -> int:
+        """KV cache capacity in tokens."""
+        return self.num_kv_blocks * self.block_size
+
+    def engine_config(self):
+        """The matching ``llminfer.simulate.EngineConfig`` (continuous batching, no prefix
+        caching), so ``simulate`` can be set beside a measurement of this server."""
+        from llminfer.simulate import EngineConfig
+
+        return EngineConfig(
+            policy="continuous",
+            max_num_seqs=self.max_num_seqs,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            chunked_prefill=self.chunked_prefill,
+            block_size=self.block_size,
+            prefix_caching=False,
+        )
+
+
+def build_model(preset: str = "small", seed: int = 0) -> ToyModel:
+    """The ``ToyModel`` of a preset name in ``PRESETS`` (float32, seeded weights).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} is not known; use one of {', '.join(PRESETS)}")
+    return ToyModel(**PRESETS[preset], vocab_size=VOCAB_SIZE, max_context=MAX_CONTEXT, seed=seed)
+
+
+class KVPool:
+    """The KV cache's storage: per layer, K and V arrays of ``slots × kv heads × max_len ×
+    head_dim``; a running sequence owns one slot. ``np.zeros`` maps pages lazily, so memory is
+    committed only where tokens are written. ``cache(slot)`` gives the per-layer (K, V) views
+    that ``ToyModel.forward`` writes a prompt into.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    def __init__(self, model: ToyModel, slots: int, max_len: int) -> None:
+        c = model.config
+        shape = (slots, c.n_kv_heads, max_len, c.head_dim)
+        self.k = [np.zeros(shape, model.dtype) for _ in range(c.n_layers)]
+        self.v = [np.zeros(shape, model.dtype) for _ in range(c.n_layers)]
+        self.free = list(range(slots - 1, -1, -1))
+
+    def cache(self, slot: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [(k[slot], v[slot]) for k, v in zip(self.k, self.v, strict=True)]
+
+
+def decode_batch(model: ToyModel, ids, positions, pool: KVPool, slots) -> np.ndarray:
+    """Logits (batch × vocab) for one new token of each sequence, all in one pass.
+
+    ``ids[b]`` sits at position ``positions[b]`` of the sequence in ``pool`` slot ``slots[b]``,
+    whose cache already holds positions ``0 … positions[b] − 1``. Every operation, attention
+    included, runs once for the whole batch (attention over a padded, masked context), so the
+    per-step cost of launching work is shared by all sequences. Equals
+    ``model.forward([ids[b]], positions[b], pool.cache(slots[b]))`` row by row.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    c = model.config
+    n_batch, d = len(ids), c.head_dim
+    group, half = c.n_heads // c.n_kv_heads, c.head_dim // 2
+    pos = np.asarray(positions, dtype=np.int64)
+    rows = np.asarray(slots, dtype=np.int64)
+    cos, sin = model._cos[pos][:, None, :], model._sin[pos][:, None, :]
+
+    def rope(x: np.ndarray) -> np.ndarray:  # x: batch × heads × d, each row its own position
+        x1, x2 = x[..., :half], x[..., half:]
+        return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+    x = model.embed[np.asarray(ids)]
+    scale = np.sqrt(d)
+    longest = int(pos.max()) + 1
+    pad = (np.arange(longest)[None, :] > pos[:, None])[:, None, None, :]
+    for i, layer in enumerate(model.layers):
+        hidden = model._rms_norm(x, layer["attn_norm"])
+        q = rope((hidden @ layer["wq"]).reshape(n_batch, c.n_heads, d))
+        k = rope((hidden @ layer["wk"]).reshape(n_batch, c.n_kv_heads, d))
+        v = (hidden @ layer["wv"]).reshape(n_batch, c.n_kv_heads, d)
+        pool.k[i][rows, :, pos] = k
+        pool.v[i][rows, :, pos] = v
+        keys = pool.k[i][rows, :, :longest]  # batch × kv heads × longest × d (a gather)
+        values = pool.v[i][rows, :, :longest]
+        qg = q.reshape(n_batch, c.n_kv_heads, group, d)
+        scores = np.where(pad, -np.inf, qg @ keys.transpose(0, 1, 3, 2) / scale)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(model.dtype)
+        out = probs @ values  # batch × kv heads × group × d
+        x = x + out.reshape(n_batch, c.n_heads * d) @ layer["wo"]
+        hidden = model._rms_norm(x, layer["mlp_norm"])
+        gate = hidden @ layer["w_gate"]
+        x = x + ((gate / (1 + np.exp(-gate))) * (hidden @ layer["w_up"])) @ layer["w_down"]
+    return model._rms_norm(x, model.final_norm) @ model.lm_head
+
+
+def deliver(events: list) -> None:
+    """Call each ``(listener, event)`` pair of one step, in order.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    for listener, event in events:
+        listener(event)
+
+
+#: An event sent to a request's listener: ``("token", (token_id, finish_reason), t_s)`` —
+#: finish_reason is None until the last token, then ``"length"`` — or ``("error", message,
+#: t_s)``; t_s on ``time.perf_counter``.
+Event = tuple[str, object, float]
+
+
+@dataclass(eq=False)
+class EngineRequest:
+    """One request inside the engine: its prompt ids, ``max_tokens`` and what happened to it
+    (times on ``time.perf_counter``, seconds).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    request_id: str
+    prompt_ids: list[int]
+    max_tokens: int
+    listener: Callable[[Event], None]
+    arrival_s: float
+    output_ids: list[int] = field(default_factory=list)
+    computed: int = 0  # tokens whose K and V are in the cache
+    blocks: int = 0
+    slot: int | None = None  # this request's KV pool slot while it runs
+    scheduled_s: float | None = None
+    first_token_s: float | None = None
+    preemptions: int = 0
+    aborted: bool = False
+
+    @property
+    def all_ids(self) -> list[int]:
+        return self.prompt_ids + self.output_ids
+
+
+class ToyEngine:
+    """Continuous batching of ``ToyModel`` on the CPU: ``submit`` requests (from any thread),
+    call ``step`` while ``has_work()``; the server calls it from its event loop.
+
+    Counters for ``/metrics``: ``num_running``, ``num_waiting``, ``kv_usage`` (share of blocks
+    in use, 0–1), ``preemptions_total``, ``steps_total``.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    def __init__(self, model: ToyModel, config: ServeConfig = ServeConfig()) -> None:
+        if not isinstance(model, ToyModel):
+            raise ValueError(f"model={model!r} must be a llminfer.toy.ToyModel")
+        if not isinstance(config, ServeConfig):
+            raise ValueError(f"config={config!r} must be a ServeConfig")
+        self.model, self.config = model, config
+        self.waiting: collections.deque[EngineRequest] = collections.deque()
+        self.running: list[EngineRequest] = []
+        self.free_blocks = config.num_kv_blocks
+        max_len = min(model.config.max_context, config.capacity_tokens)
+        self.pool = KVPool(model, config.max_num_seqs, max_len)
+        self._events: list[tuple[Callable[[Event], None], Event]] = []
+        #: Delivers one step's events; the server replaces it to hand them to its event loop
+        #: in one go (one wake-up per step, not one per token).
+        self.dispatch: Callable[[list], None] = deliver
+        self.preemptions_total = 0
+        self.steps_total = 0
+        self._incoming: collections.deque[EngineRequest] = collections.deque()
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+
+    # --- the public side ---------------------------------------------------------------------
+
+    def check_request(self, n_prompt: int, max_tokens: int) -> None:
+        """ValueError unless a request of this size can ever run on this engine."""
+        if n_prompt < 1:
+            raise ValueError("prompt is empty: it must hold at least one token")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens={max_tokens!r} must be an integer >= 1")
+        total, limit = n_prompt + max_tokens, self.model.config.max_context
+        if total > limit:
+            raise ValueError(
+                f"prompt ({n_prompt} tokens) + max_tokens ({max_tokens}) = {total} tokens is "
+                f"more than this model's maximum context length of {limit} tokens"
+            )
+        if math.ceil(total / self.config.block_size) > self.config.num_kv_blocks:
+            raise ValueError(
+                f"{total} tokens need more than the KV cache's {self.config.capacity_tokens}"
+            )
+        if not self.config.chunked_prefill and n_prompt > self.config.max_num_batched_tokens:
+            raise ValueError(
+                f"prompt of {n_prompt} tokens exceeds max_num_batched_tokens="
+                f"{self.config.max_num_batched_tokens} (chunked prefill is off)"
+            )
+
+    def submit(
+        self, prompt_ids: list[int], max_tokens: int, listener: Callable[[Event], None]
+    ) -> EngineRequest:
+        """Queue a request; ``listener`` gets its events (called from the engine thread)."""
+        self.check_request(len(prompt_ids), max_tokens)
+        request = EngineRequest(
+            f"req-{next(self._ids)}",
+            [int(t) for t in prompt_ids],
+            max_tokens,
+            listener,
+            time.perf_counter(),
+        )
+        with self._lock:
+            self._incoming.append(request)
+        return request
+
+    def abort(self, request: EngineRequest) -> None:
+        """Stop generating for ``request`` (its client went away); freed at the next step."""
+        request.aborted = True
+
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting) + len(self._incoming)
+
+    @property
+    def kv_usage(self) -> float:
+        return 1.0 - self.free_blocks / self.config.num_kv_blocks
+
+    def stop(self) -> None:
+        """Fail every request still queued or running with an ``error`` event (shutdown)."""
+        now = time.perf_counter()
+        pending = [*self.running, *self.waiting, *self._incoming]
+        self.dispatch([(r.listener, ("error", "server shutting down", now)) for r in pending])
+        self.running.clear(), self.waiting.clear(), self._incoming.clear()
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting or self._incoming)
+
+    def step(self) -> int:
+        """One engine step; returns how many tokens it computed (0 when idle)."""
+        with self._lock:
+            self.waiting.extend(self._incoming)
+            self._incoming.clear()
+        self._drop_aborted()
+        plan = self._plan()
+        if not plan:
+            return 0
+        now = time.perf_counter()
+        for request, _ in plan:
+            if request.scheduled_s is None:
+                request.scheduled_s = now
+        singles = [(r, n) for r, n in plan if n == 1]
+        logits: dict[int, np.ndarray] = {}
+        if singles:
+            rows = decode_batch(
+                self.model,
+                [r.all_ids[r.computed] for r, _ in singles],
+                [r.computed for r, _ in singles],
+                self.pool,
+                [r.slot for r, _ in singles],
+            )
+            logits.update({id(r): row for (r, _), row in zip(singles, rows, strict=True)})
+        for request, n in plan:
+            if n > 1:
+                ids = request.all_ids[request.computed : request.computed + n]
+                cache = self.pool.cache(request.slot)
+                logits[id(request)] = self.model.forward(ids, request.computed, cache)[-1]
+        done = time.perf_counter()
+        self.steps_total += 1
+        for request, n in plan:
+            request.computed += n
+            if request.computed < len(request.all_ids):
+                continue  # a prompt chunk that is not the last one
+            token = int(np.argmax(logits[id(request)]))
+            request.output_ids.append(token)
+            request.first_token_s = request.first_token_s or done
+            finished = len(request.output_ids) >= request.max_tokens
+            if finished:
+                self._finish(request)
+            reason = "length" if finished else None
+            self._events.append((request.listener, ("token", (token, reason), done)))
+        events, self._events = self._events, []
+        self.dispatch(events)
+        return sum(n for _, n in plan)
+
+    # --- scheduling --------------------------------------------------------------------------
+
+    def _blocks(self, tokens: int) -> int:
+        return math.ceil(tokens / self.config.block_size)
+
+    def _reserve(self, request: EngineRequest, tokens: int) -> bool:
+        need = self._blocks(tokens) - request.blocks
+        if need > self.free_blocks:
+            return False
+        self.free_blocks -= max(need, 0)
+        request.blocks += max(need, 0)
+        return True
+
+    def _finish(self, request: EngineRequest) -> None:
+        self.free_blocks += request.blocks
+        request.blocks = 0
+        if request.slot is not None:
+            self.pool.free.append(request.slot)
+            request.slot = None
+        if request in self.running:
+            self.running.remove(request)
+
+    def _preempt(self, request: EngineRequest) -> None:
+        self._finish(request)
+        request.computed = 0
+        request.preemptions += 1
+        self.preemptions_total += 1
+        self.waiting.appendleft(request)
+
+    def _drop_aborted(self) -> None:
+        for request in [r for r in self.running if r.aborted]:
+            self._finish(request)
+        self.waiting = collections.deque(r for r in self.waiting if not r.aborted)
+
+    def _plan(self) -> list[tuple[EngineRequest, int]]:
+        """(request, tokens to compute this step) for every request in the step."""
+        budget = self.config.max_num_batched_tokens
+        if not self.config.chunked_prefill:
+            prompts = self._admit(budget, whole_prompts=True)
+            if prompts:
+                return prompts  # V0 without chunked prefill: prompts first, in a step of their own
+        plan, preempted = [], False
+        for request in list(self.running):
+            if request not in self.running:
+                continue  # preempted earlier in this loop
+            n = min(len(request.all_ids) - request.computed, budget)
+            if n <= 0:
+                break
+            while not self._reserve(request, request.computed + n):
+                victim = self.running[-1]
+                self._preempt(victim)
+                preempted = True
+                if victim is request:
+                    break
+            if request in self.running:
+                plan.append((request, n))
+                budget -= n
+        if self.config.chunked_prefill and not preempted:
+            plan += self._admit(budget, whole_prompts=False)
+        return plan
+
+    def _admit(self, budget: int, whole_prompts: bool) -> list[tuple[EngineRequest, int]]:
+        plan = []
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
+            request = self.waiting[0]
+            remaining = len(request.all_ids) - request.computed
+            if whole_prompts and remaining > budget and plan:
+                break
+            n = remaining if whole_prompts else min(remaining, budget)
+            if not self._reserve(request, request.computed + n):
+                break
+            self.waiting.popleft()
+            self.running.append(request)
+            request.slot = self.pool.free.pop()
+            plan.append((request, n))
+            budget -= n
+        return plan

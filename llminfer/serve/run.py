@@ -1,0 +1,155 @@
+"""Start and stop the toy server: ``python -m llminfer serve`` and ``ServerProcess``.
+
+``serve`` binds 127.0.0.1 by default (nothing outside this computer can reach it), prints one
+line ``llminfer serve: ready at http://HOST:PORT/v1`` when it accepts requests, and shuts down
+cleanly on Ctrl-C or SIGTERM (requests in flight get an error, the engine thread stops) or after
+``--shutdown-after`` seconds. ``ServerProcess`` runs it in a child process — its own Python,
+so the server's engine and the measuring client never share one interpreter lock — and reads
+that line to learn the port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from llminfer.serve.engine import PRESETS, ServeConfig, ToyEngine, build_model
+
+READY = re.compile(r"ready at (http://\S+)")
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from aiohttp import web
+
+    from llminfer.serve.app import make_app
+
+    config = ServeConfig(
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill=not args.no_chunked_prefill,
+        block_size=args.block_size,
+        num_kv_blocks=args.num_kv_blocks,
+    )
+    engine = ToyEngine(build_model(args.preset, seed=args.seed), config)
+    app = make_app(engine, args.model_name or f"toy-{args.preset}")
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # the real port when --port 0
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"llminfer serve: ready at http://{args.host}:{port}/v1", flush=True)
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=args.shutdown_after)
+    except asyncio.TimeoutError:
+        print(f"llminfer serve: --shutdown-after {args.shutdown_after:g} s reached", flush=True)
+    await runner.cleanup()
+    print("llminfer serve: stopped", flush=True)
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    asyncio.run(_serve(args))
+    return 0
+
+
+def register_serve(subparsers) -> None:
+    """Add ``serve``: an OpenAI-compatible server running ``ToyModel`` on the CPU (chapter 8).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    defaults = ServeConfig()
+    parser = subparsers.add_parser(
+        "serve",
+        help="run an OpenAI-compatible toy inference server on this CPU",
+        description="Serve ToyModel with continuous batching, chunked prefill and a paged KV "
+        "cache on /v1/completions, /v1/chat/completions, /v1/models, /health and /metrics.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (0 = any free one)")
+    parser.add_argument("--preset", default="small", choices=list(PRESETS))
+    parser.add_argument("--model-name", help="name clients use (default toy-PRESET)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    parser.add_argument("--max-num-seqs", type=int, default=defaults.max_num_seqs)
+    parser.add_argument(
+        "--max-num-batched-tokens", type=int, default=defaults.max_num_batched_tokens
+    )
+    parser.add_argument("--no-chunked-prefill", action="store_true")
+    parser.add_argument("--block-size", type=int, default=defaults.block_size)
+    parser.add_argument(
+        "--num-kv-blocks",
+        type=int,
+        default=defaults.num_kv_blocks,
+        help="KV cache capacity in blocks (like vLLM's --num-gpu-blocks-override)",
+    )
+    parser.add_argument(
+        "--shutdown-after", type=float, default=None, help="stop by itself after this many s"
+    )
+    parser.set_defaults(func=_serve_command)
+
+
+class ServerProcess:
+    """``python -m llminfer serve`` in a child process; ``.url`` once ready, ``.stop()``.
+
+    ``args``: extra command-line arguments (e.g. ``["--preset", "tiny"]``). The server binds a
+    free loopback port and stops by itself after ``shutdown_after`` seconds, so a forgotten
+    notebook cell cannot leave it running. Use it as a context manager.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    def __init__(
+        self, args: list[str] | None = None, shutdown_after: float = 600.0, ready_s: float = 60.0
+    ) -> None:
+        command = [sys.executable, "-m", "llminfer", "serve", "--port", "0"]
+        command += ["--shutdown-after", str(shutdown_after), *(args or [])]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
+        self.url = self._wait_ready(ready_s)
+
+    def _wait_ready(self, ready_s: float) -> str:
+        deadline, seen = time.monotonic() + ready_s, []
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break  # the process ended
+            seen.append(line)
+            match = READY.search(line)
+            if match:
+                return match.group(1)
+        self.stop()
+        raise RuntimeError("llminfer serve did not start:\n" + "".join(seen[-20:]))
+
+    @property
+    def base(self) -> str:
+        """The server's root (``http://127.0.0.1:PORT``), without ``/v1``."""
+        return self.url.removesuffix("/v1")
+
+    def stop(self, timeout_s: float = 10.0) -> int:
+        """Ask the server to stop (SIGINT), wait, kill it if it will not; its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+        return self.process.returncode
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

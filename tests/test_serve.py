@@ -1,0 +1,223 @@
+"""The toy server: its engine (batched decode equals one-by-one, exact lengths, chunked prefill,
+preemption), and the real HTTP server measured with the load generator over loopback.
+
+Timing checks are ratios with margins (the test machine is shared): batching makes 8 streams
+at least 3x as fast in total as 1, and TTFT grows with prompt length.
+"""
+
+import json
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from llminfer.bench import accounting, bench, records_frame
+from llminfer.serve import ServeConfig, ServerProcess, ToyEngine, ToyTokenizer, build_model
+from llminfer.serve.engine import KVPool, decode_batch
+from llminfer.workload import Workload
+
+# --- engine, no HTTP --------------------------------------------------------------------------
+
+
+def test_batched_decode_equals_one_sequence_at_a_time():
+    model = build_model("tiny")
+    pool = KVPool(model, 3, 64)
+    prompts = [[1, 2, 3, 4], [5, 6], [7, 8, 9]]
+    refs = []
+    for slot, prompt in enumerate(prompts):
+        cache = model.new_cache(64)
+        model.forward(prompt, 0, cache)
+        refs.append(model.forward([11], len(prompt), cache)[-1])
+        model.forward(prompt, 0, pool.cache(slot))
+    out = decode_batch(model, [11, 11, 11], [4, 2, 3], pool, [0, 1, 2])
+    np.testing.assert_allclose(out, np.stack(refs), rtol=1e-4, atol=1e-5)
+
+
+def _drain(engine):
+    steps = 0
+    while engine.has_work():
+        engine.step()
+        steps += 1
+    return steps
+
+
+def test_engine_generates_exactly_max_tokens_and_frees_everything():
+    engine = ToyEngine(build_model("tiny"), ServeConfig(max_num_batched_tokens=16))
+    events = {n: [] for n in (1, 5, 9)}
+    for n, got in events.items():
+        engine.submit(list(range(40)), n, got.append)
+    _drain(engine)
+    for n, got in events.items():
+        assert [e[0] for e in got] == ["token"] * n
+        assert [e[1][1] for e in got] == [None] * (n - 1) + ["length"]
+    assert engine.free_blocks == engine.config.num_kv_blocks and not engine.running
+
+
+def test_chunked_prefill_keeps_each_step_within_the_token_budget():
+    engine = ToyEngine(build_model("tiny"), ServeConfig(max_num_batched_tokens=32))
+    got = []
+    engine.submit(list(range(100)), 2, got.append)
+    computed = []
+    while engine.has_work():
+        computed.append(engine.step())
+    assert computed == [32, 32, 32, 4, 1]  # 100 prompt tokens in 4 chunks, then one decode
+
+
+def test_full_kv_cache_preempts_and_recomputes_without_losing_tokens():
+    config = ServeConfig(num_kv_blocks=12, block_size=16, max_num_batched_tokens=64)
+    engine = ToyEngine(build_model("tiny"), config)
+    got = [[] for _ in range(3)]
+    for events in got:
+        engine.submit(list(range(40)), 50, events.append)  # 3 × 90 tokens > 192 in the cache
+    _drain(engine)
+    assert engine.preemptions_total >= 1
+    assert all(len(events) == 50 for events in got)
+    # greedy decoding: the same prompt gives the same tokens, preempted or not
+    assert [e[1][0] for e in got[0]] == [e[1][0] for e in got[2]]
+
+
+def test_bad_requests_to_the_engine_name_the_limit():
+    engine = ToyEngine(build_model("tiny"), ServeConfig())
+    with pytest.raises(ValueError, match="max_tokens=0"):
+        engine.check_request(5, 0)
+    with pytest.raises(ValueError, match="maximum context length of 2048"):
+        engine.check_request(2000, 100)
+    with pytest.raises(ValueError, match="preset="):
+        build_model("huge")
+
+
+def test_tokenizer_round_trips_generated_text():
+    tok = ToyTokenizer(1024)
+    text = "".join(tok.decode(i) for i in (5, 17, 1023))
+    assert tok.encode(text) == [5, 17, 1023] and tok.count("the cat  sat") == 3
+    assert tok.encode("hello world") == tok.encode("hello   world")
+
+
+# --- the real server over loopback --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess(["--preset", "small"], shutdown_after=300) as process:
+        yield process
+
+
+def _post(url, body, raw=None):
+    data = raw if raw is not None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.load(reply)
+    except urllib.error.HTTPError as err:
+        return err.code, json.load(err)
+
+
+def test_every_request_is_accounted_for_and_lengths_are_exact(server):
+    workload = Workload(12, rate=40.0, prompt_tokens=(20, 120), output_tokens=(1, 12), seed=1)
+    run = bench(server.url, workload, "toy-small", chat=True, warmup=1)
+    frame = records_frame(run.records)
+    assert accounting(run) == {"sent": 12, "ok": 12, "failed": 0, "warmup": 1}
+    planned = workload.requests()
+    assert frame["output_tokens"].tolist() == planned["output_tokens"].tolist()
+    assert frame["input_tokens"].tolist() == planned["prompt_tokens"].tolist()
+    assert [len(ts) for ts in frame["token_ts"]] == planned["output_tokens"].tolist()
+
+
+def test_ttft_grows_with_prompt_length(server):
+    ttft = {}
+    for tokens in (16, 1024):
+        workload = Workload(4, concurrency=1, prompt_tokens=tokens, output_tokens=2, seed=2)
+        frame = records_frame(bench(server.url, workload, "toy-small").records)
+        ttft[tokens] = float(np.median(frame["first_token_ts"] - frame["start_ts"]))
+    assert ttft[1024] > 3 * ttft[16], ttft
+
+
+def test_decode_throughput_at_8_streams_is_at_least_3x_one(server):
+    def decode_tps(concurrency):
+        workload = Workload(8, concurrency=concurrency, prompt_tokens=8, output_tokens=64)
+        frame = records_frame(bench(server.url, workload, "toy-small").records)
+        tokens = (frame["output_tokens"] - 1).sum()
+        # decode throughput: tokens after the first, over the span when decoding went on
+        return tokens / (frame["end_ts"].max() - frame["first_token_ts"].min())
+
+    # Other work on a shared machine only ever slows a run down, so the best of three
+    # interleaved runs is each setting's least-disturbed figure.
+    runs = {1: [], 8: []}
+    for _ in range(3):
+        for concurrency in runs:
+            runs[concurrency].append(decode_tps(concurrency))
+    one, eight = max(runs[1]), max(runs[8])
+    assert eight >= 3 * one, runs
+
+
+def test_metrics_parse_with_vllm_names(server):
+    bench(server.url, Workload(3, concurrency=3, prompt_tokens=10, output_tokens=4), "toy-small")
+    with urllib.request.urlopen(server.base + "/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:num_preemptions",
+        "vllm:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds",
+    ):
+        assert name in families, name
+    ttft_count = [
+        s.value
+        for s in families["vllm:time_to_first_token_seconds"].samples
+        if s.name.endswith("_count")
+    ]
+    assert ttft_count and ttft_count[0] >= 3
+
+
+@pytest.mark.parametrize(
+    "body, raw, status, word",
+    [
+        (None, b"{not json", 400, "JSON"),
+        ({"prompt": "a b", "max_tokens": 0}, None, 400, "max_tokens"),
+        ({"prompt": "a " * 2100, "max_tokens": 4}, None, 400, "context length"),
+        ({"prompt": 5, "max_tokens": 4}, None, 400, "prompt"),
+        ({"prompt": "a", "model": "gpt-9"}, None, 404, "does not exist"),
+        (None, b'{"prompt": "' + b"a " * 600_000 + b'"}', 413, "larger"),
+    ],
+    ids=["malformed", "max_tokens<1", "too-long", "bad-prompt", "unknown-model", "too-large"],
+)
+def test_bad_requests_get_openai_errors_and_the_server_keeps_serving(
+    server, body, raw, status, word
+):
+    code, reply = _post(server.url + "/completions", body, raw)
+    assert code == status
+    assert word in reply["error"]["message"] and reply["error"]["code"] == status
+    code, reply = _post(server.url + "/completions", {"prompt": "still there", "max_tokens": 3})
+    assert code == 200 and reply["usage"]["completion_tokens"] == 3
+
+
+def test_models_and_health(server):
+    with urllib.request.urlopen(server.base + "/health", timeout=10) as reply:
+        assert reply.status == 200
+    with urllib.request.urlopen(server.url + "/models", timeout=10) as reply:
+        assert json.load(reply)["data"][0]["id"] == "toy-small"
+
+
+def test_the_openai_client_works_against_serve(server):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server.url, api_key="none")
+    chat = client.chat.completions.create(
+        model="toy-small", messages=[{"role": "user", "content": "one two three"}], max_tokens=5
+    )
+    assert chat.usage.prompt_tokens == 3 and chat.usage.completion_tokens == 5
+    assert len(chat.choices[0].message.content.split()) == 5
+    stream = client.completions.create(
+        model="toy-small",
+        prompt="a b c d",
+        max_tokens=4,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert "".join(c.choices[0].text for c in chunks if c.choices).count("t") == 4
+    assert chunks[-1].usage.completion_tokens == 4
