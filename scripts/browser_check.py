@@ -342,8 +342,10 @@ def run_all(page, lab: Lab, name: str, deadline: float) -> None:
         if state == "dialog":  # JupyterLab asks which kernel: the notebook's own (python3)
             page.click(".jp-Dialog .jp-mod-accept")
         elif state == "idle" and time.monotonic() - asked > 15 and tries < 3:
-            # Nothing ran (a Run All sent while the kernel was still connecting): again.
-            menu(page, "Run", "Run All Cells")
+            # Nothing ran (Run All sent before a kernel was there, seen on the first notebook
+            # of a fresh server): restart the kernel and run all; the loop accepts the dialog.
+            page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
+            page.click(".lm-Menu-itemLabel:has-text('Restart Kernel and Run All')")
             asked, tries = time.monotonic(), tries + 1
         if time.monotonic() > stop:
             raise TimeoutError(f"{name}: Run All did not finish in time")
