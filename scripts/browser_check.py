@@ -467,6 +467,9 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
         page = context.new_page()
         outside: list[str] = []
         page.on("request", lambda r, seen=outside: note_outside(r.url, seen))
+        console: list[str] = []  # kept for the failure log: what the page said
+        page.on("console", lambda m, seen=console: seen.append(f"console.{m.type}: {m.text}"))
+        page.on("pageerror", lambda e, seen=console: seen.append(f"pageerror: {e}"))
         started = time.monotonic()
         try:
             (open_voila if lab.voila else run_all)(page, lab, path.name, deadline)
@@ -492,6 +495,13 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
             OUT.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(Exception):  # the picture helps; its absence is no error
                 page.screenshot(path=str(OUT / f"browser_failed_{path.stem}_{attempt}.png"))
+            # What the page and the server said, beside the picture.
+            log = OUT / f"browser_failed_{path.stem}_{attempt}.log"
+            server_log = (lab.tmp / "lab.log").read_text(errors="replace")
+            log.write_text(
+                f"{last_error}\n\n== browser console ==\n" + "\n".join(console)
+                + "\n\n== server log (whole run so far) ==\n" + server_log
+            )  # fmt: skip
             if time.monotonic() > deadline:
                 break
         finally:
