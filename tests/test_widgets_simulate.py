@@ -65,6 +65,13 @@ def test_technique_explorers_follow_their_controls():
 
     c = PrefixCacheExplorer(prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8)
     assert c.result["cached_tokens"] == 2992 and c.result["speedup"] > 1
+    # One slider step (3000 → 3001) reuses the same whole blocks; the summary still changes
+    # (it names the prefix and the rounding), so the learner sees the explorer react.
+    before = c._summary.value
+    c.controls["shared_prefix_tokens"].value = 3001
+    assert c.result["cached_tokens"] == 2992 and c._summary.value != before
+    assert "shared prefix 3,001 tokens → 2,992 reused per hit" in c._summary.value
+    c.controls["shared_prefix_tokens"].value = 3000
     c.controls["hit_rate"].value = 0.0
     assert c.result["speedup"] == 1
 

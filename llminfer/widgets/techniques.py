@@ -121,13 +121,18 @@ class PrefixCacheExplorer(Explorer):
         super().__init__(controls)
 
     def compute(self, prompt_tokens, shared_prefix_tokens, hit_rate) -> dict:
-        return techniques.prefix_cache_ttft(
+        result = techniques.prefix_cache_ttft(
             self.model, self.gpu, prompt_tokens, shared_prefix_tokens, hit_rate
         )
+        return {**result, "shared_prefix_tokens": shared_prefix_tokens}
 
     def describe(self, result: dict) -> str:
+        # The shared prefix is named beside what is reused: only whole 16-token blocks are
+        # cached, so a step of the slider often leaves the reuse (and the curve) unchanged, and
+        # the summary says why instead of seeming not to react.
         return html.escape(
-            f"{result['cached_tokens']:,} tokens reused per hit: prefill "
+            f"shared prefix {result['shared_prefix_tokens']:,} tokens → "
+            f"{result['cached_tokens']:,} reused per hit (whole 16-token blocks): prefill "
             f"{format_duration(result['miss_s'])} → {format_duration(result['hit_s'])} on a hit, "
             f"{format_duration(result['expected_s'])} on average ({result['speedup']:.2f}×)"
         )
