@@ -44,6 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
 RUN_ALL_CAP_S = 240  # the slowest notebook runs all its cells in about a minute on 2 busy cores
+NOTHING_RAN_S = 20  # Run All with an idle kernel and no cell started after this long: stuck
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 SET_VALUE = re.compile(r"^(\w+)\.controls\[[\"'](\w+)[\"']\]\.value\s*=\s*(.+?)\s*(?:#.*)?$", re.M)
 
@@ -117,6 +118,10 @@ READ_JS = """
   };
 }
 """
+
+
+class NothingRanError(RuntimeError):
+    """Run All was asked for, the kernel is idle, and no cell started."""
 
 
 def find_chromium() -> str | None:
@@ -266,6 +271,16 @@ class Lab:
                 time.sleep(0.5)
         raise TimeoutError("JupyterLab did not start in time")
 
+    def sessions(self) -> str:
+        """The server's sessions and their kernels' states, as JSON text (for a failure log)."""
+        if self.voila:
+            return "(Voila)"
+        try:
+            with urllib.request.urlopen(self.url("api/sessions"), timeout=10) as reply:
+                return json.dumps(json.load(reply), indent=1)
+        except OSError as exc:
+            return f"could not read: {exc}"
+
     def end_sessions(self) -> None:
         """End every session the server has (a closed page leaves its kernel running)."""
         if self.voila:
@@ -334,19 +349,24 @@ def run_all(page, lab: Lab, name: str, deadline: float) -> None:
     menu(page, "Run", "Run All Cells")
     # A notebook's cells get RUN_ALL_CAP_S at most, so a stuck run leaves time for a retry.
     stop = time.monotonic() + ms_left(deadline, RUN_ALL_CAP_S) / 1000
-    asked, tries = time.monotonic(), 1
+    asked, restarted = time.monotonic(), False
     while True:
         state = page.evaluate(RUN_STATE_JS)
         if state in ("done", "error"):
             break
         if state == "dialog":  # JupyterLab asks which kernel: the notebook's own (python3)
             page.click(".jp-Dialog .jp-mod-accept")
-        elif state == "idle" and time.monotonic() - asked > 15 and tries < 3:
-            # Nothing ran (Run All sent before a kernel was there, seen on the first notebook
-            # of a fresh server): restart the kernel and run all; the loop accepts the dialog.
+        elif state == "idle" and time.monotonic() - asked > NOTHING_RAN_S:
+            if restarted:
+                # The page's kernel connection is broken (seen once on the first notebook of
+                # a fresh server): a fresh page, with a fresh session, is what helps. Fail now
+                # so check_notebook re-opens it, instead of waiting out RUN_ALL_CAP_S.
+                raise NothingRanError(f"{name}: Run All started no cell, twice")
+            # Nothing ran (Run All sent before a kernel was there): restart the kernel and run
+            # all once; the loop accepts the dialog.
             page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
             page.click(".lm-Menu-itemLabel:has-text('Restart Kernel and Run All')")
-            asked, tries = time.monotonic(), tries + 1
+            asked, restarted = time.monotonic(), True
         if time.monotonic() > stop:
             raise TimeoutError(f"{name}: Run All did not finish in time")
         page.wait_for_timeout(300)
@@ -499,7 +519,8 @@ def check_notebook(browser, lab: Lab, path: Path, deadline: float, timeout_s: fl
             log = OUT / f"browser_failed_{path.stem}_{attempt}.log"
             server_log = (lab.tmp / "lab.log").read_text(errors="replace")
             log.write_text(
-                f"{last_error}\n\n== browser console ==\n" + "\n".join(console)
+                f"{last_error}\n\n== server sessions ==\n{lab.sessions()}"
+                + "\n\n== browser console ==\n" + "\n".join(console)
                 + "\n\n== server log (whole run so far) ==\n" + server_log
             )  # fmt: skip
             if time.monotonic() > deadline:
