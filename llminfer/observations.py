@@ -87,12 +87,13 @@ class Observations:
             return
         # Every signal below counts events before an instant: sort each kind of event time
         # once and share the sorts (a log of 10 M requests spends its time in them).
-        self.times = SortedTimes(m)
-        decoding = decoding_together(m, self.times)
-        self.windows = time_windows(m, ok, self.slo, decoding=decoding, times=self.times)
+        times = SortedTimes(m)
+        decoding = decoding_together(m, times)
+        self.windows = time_windows(m, ok, self.slo, decoding=decoding, times=times)
         self.decoding = decoding[ok]
-        self.overlap = overlapping_prefill_tokens(self.good, self.times.subset(ok))
-        ahead_count, ahead_tokens = work_ahead(m, self.times)
+        self.overlap = overlapping_prefill_tokens(self.good, times.subset(ok))
+        ahead_count, ahead_tokens = work_ahead(m, times)
+        del times, decoding
         self.ahead_count, self.ahead_tokens = ahead_count[ok], ahead_tokens[ok]
         self.queue = self.good["queue_s"].to_numpy(float) if "queue_s" in self.good else None
         self.own = self._own_prefill()

@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs import RequestLog
-from llminfer.sorted_times import SortedTimes, first_of_ties, last_of_ties, merge, search
+from llminfer.sorted_times import (
+    SortedTimes,
+    first_of_ties,
+    last_of_ties,
+    merge,
+    search,
+    tie_runs,
+)
 from llminfer.timeline import in_flight
 
 #: Fewer pairs than this and a correlation is not evidence of anything.
@@ -96,23 +103,31 @@ def overlapping_prefill_tokens(
     kinks, order = merge(begin[begin_rows], first[first_rows])
     slope = np.concatenate([rate[begin_rows], -rate[first_rows]])[order]
     np.cumsum(slope, out=slope)  # slope just after each kink
-    jump = np.zeros(kinks.size)
-    jump[: begin_rows.size] = np.where(instant[begin_rows], tokens[begin_rows], 0.0)
-    jump = jump[order]
     # Tokens done at (just after) each kink: the area under the slope, plus the steps.
     done = np.empty(kinks.size)
     done[0] = 0.0
     np.subtract(kinks[1:], kinks[:-1], out=done[1:])
     done[1:] *= slope[:-1]
     np.cumsum(done, out=done)  # the leading 0 is summed too, as np.cumsum(rise) did
-    done += np.cumsum(jump, out=jump)
-    del jump, rate, instant, span
+    if instant[begin_rows].any():  # (adding no steps, 0.0, would change nothing: done ≥ +0.0)
+        jump = np.zeros(kinks.size)
+        jump[: begin_rows.size] = np.where(instant[begin_rows], tokens[begin_rows], 0.0)
+        jump = jump[order]
+        done += np.cumsum(jump, out=jump)
+        del jump
+    del rate, instant, span
 
     def done_at(t: np.ndarray, i: np.ndarray) -> np.ndarray:
-        # i = the last kink at or before t (np.searchsorted(kinks, t, side="right") - 1).
+        # i = the last kink at or before t (np.searchsorted(kinks, t, side="right") - 1);
+        # done[i] + slope[i] * (t - kinks[i]) where i ≥ 0, else 0, in one buffer.
         inside = i >= 0
-        j = np.where(inside, i, 0)
-        return np.where(inside, done[j] + slope[j] * (t - kinks[j]), 0.0)
+        np.maximum(i, 0, out=i)
+        value = kinks[i]
+        np.subtract(t, value, out=value)
+        np.multiply(slope[i], value, out=value)
+        np.add(done[i], value, out=value)
+        value[~inside] = 0.0
+        return value
 
     during = np.full(len(metrics), np.nan)
     # At each request's end (ascending, so the searches stay in cache) ...
@@ -177,10 +192,17 @@ def _step_integral_at_events(times: SortedTimes, up: str, down: str):
         np.subtract(event_t[1:], event_t[:-1], out=area[1:])
         area[1:] *= level[:-1]
         np.cumsum(area[1:], out=area[1:])  # area[0] = 0 is prepended, not summed
-    # Each event's own time: the last event tied with it, no search needed.
-    j = last_of_ties(event_t)
-    at_event = area[j] + level[j] * (event_t - event_t[j])
-    del j, area, level
+    # The area at each event's own time t: area[j] + level[j] * (t - t_j) with j the last event
+    # tied with it (np.searchsorted(event_t, t, side="right") - 1). For an event with no tie,
+    # j is itself and t - t_j = +0.0: work out the few tied ones, then the rest in place.
+    tied, _, j = tie_runs(event_t)
+    at_tied = area[j] + level[j] * (event_t[tied] - event_t[j])
+    del event_t
+    at_event = area
+    np.multiply(level, 0.0, out=level)
+    np.add(at_event, level, out=at_event)
+    at_event[tied] = at_tied
+    del level
     at_up, at_down = np.full(len(times), np.nan), np.full(len(times), np.nan)
     at_up[up_rows] = at_event[is_up]
     at_down[down_rows] = at_event[~is_up]
@@ -214,10 +236,13 @@ def decoding_together(m: pd.DataFrame, times: SortedTimes | None = None) -> np.n
     times = SortedTimes(m) if times is None else times
     span = times.end - times.first
     ok = np.isfinite(span) & (span > 0)
-    out = np.full(len(m), np.nan)
-    if ok.any():
-        at_first, at_end = _step_integral_at_events(times, "first", "end")
-        out[ok] = (at_end[ok] - at_first[ok]) / span[ok]
+    if not ok.any():
+        return np.full(len(m), np.nan)
+    at_first, at_end = _step_integral_at_events(times, "first", "end")
+    out = np.subtract(at_end, at_first, out=at_end)
+    del at_first
+    np.divide(out, span, out=out, where=ok)
+    out[~ok] = np.nan
     return out
 
 

@@ -82,6 +82,8 @@ class SortedTimes:
         mask = np.asarray(mask, bool)
         if mask.shape != self.start.shape:
             raise ValueError(f"mask has shape {mask.shape}; it must have one entry per row")
+        if mask.all():  # every row: these times, no copies
+            return self
         child = SortedTimes.__new__(SortedTimes)
         child.start, child.first, child.end = self.start[mask], self.first[mask], self.end[mask]
         child.scheduled = None if self.scheduled is None else self.scheduled[mask]
@@ -115,6 +117,49 @@ def search(sorted_values: np.ndarray, t: np.ndarray, order: np.ndarray, side: st
     return out
 
 
+def tie_runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where an ascending array without NaN repeats a value: (``tied``: the positions whose next
+    position holds the same value, and for each the ``first`` and the ``last`` position holding
+    it). One comparison per value, then work only where values repeat (few, with a clock finer
+    than the gaps between events).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    tied = np.flatnonzero(sorted_values[1:] == sorted_values[:-1])
+    # A run of equal values p..q shows as consecutive tied positions p..q − 1.
+    run_end = np.append(np.flatnonzero(np.diff(tied) != 1), tied.size - 1)
+    lengths = np.diff(np.append(-1, run_end))
+    if tied.size == 0:
+        return tied, tied, tied
+    first = np.repeat(tied[run_end - lengths + 1], lengths)
+    last = np.repeat(tied[run_end] + 1, lengths)
+    return tied, first, last
+
+
+def _tied_to(sorted_values: np.ndarray, positions: np.ndarray | None, last: bool) -> np.ndarray:
+    """For positions (all when None) of an ascending array, the last (or first) position holding
+    an equal value, searching only where values repeat."""
+    n = sorted_values.size
+    out = np.arange(n) if positions is None else np.array(positions, dtype=np.intp)
+    tied, first_of, last_of = tie_runs(sorted_values)
+    if tied.size == 0:
+        return out
+    if positions is None:
+        if last:
+            out[tied] = last_of
+        else:
+            out[tied + 1] = first_of
+        return out
+    member = np.zeros(n, dtype=bool)
+    member[tied] = True
+    member[tied + 1] = True
+    fix = np.flatnonzero(member[out])
+    # A member's run holds the last tied position at or before it (there is one: its run's first).
+    k = np.searchsorted(tied, out[fix], side="right") - 1
+    out[fix] = (last_of if last else first_of)[k]
+    return out
+
+
 def last_of_ties(sorted_values: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
     """For positions (all when None) of an ascending array without NaN, the last position
     holding an equal value: ``np.searchsorted(sorted_values, sorted_values[positions],
@@ -122,18 +167,7 @@ def last_of_ties(sorted_values: np.ndarray, positions: np.ndarray | None = None)
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    n = sorted_values.size
-    out = np.arange(n) if positions is None else np.array(positions, dtype=np.intp)
-    if n < 2:
-        return out
-    tied = sorted_values[1:] == sorted_values[:-1]  # tied[p]: position p + 1 repeats p
-    if not tied.any():
-        return out
-    ends = np.flatnonzero(~tied)  # the last position of each run of equal values, but the final
-    ends = np.append(ends, n - 1)
-    fix = np.flatnonzero(tied[np.minimum(out, n - 2)] & (out < n - 1))
-    out[fix] = ends[np.searchsorted(ends, out[fix], side="left")]
-    return out
+    return _tied_to(sorted_values, positions, last=True)
 
 
 def first_of_ties(sorted_values: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -143,14 +177,4 @@ def first_of_ties(sorted_values: np.ndarray, positions: np.ndarray) -> np.ndarra
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    n = sorted_values.size
-    out = np.array(positions, dtype=np.intp)
-    if n < 2:
-        return out
-    tied = sorted_values[1:] == sorted_values[:-1]  # tied[p - 1]: position p repeats p − 1
-    if not tied.any():
-        return out
-    starts = np.append(0, np.flatnonzero(~tied) + 1)
-    fix = np.flatnonzero((out > 0) & tied[np.maximum(out, 1) - 1])
-    out[fix] = starts[np.searchsorted(starts, out[fix], side="right") - 1]
-    return out
+    return _tied_to(sorted_values, positions, last=False)
