@@ -72,7 +72,7 @@ class SortedTimes:
         Introduced in: notebooks/07_troubleshooting.ipynb
         """
         order = self.order(name)
-        return order[mask[order]]
+        return order if mask.all() else order[mask[order]]
 
     def subset(self, mask: np.ndarray) -> SortedTimes:
         """The rows where ``mask`` holds, as their own ``SortedTimes`` that reuses these sorts.
