@@ -244,16 +244,3 @@ def max_goodput(
         return Goodput(kind, None, None, table, dict(slo), percentile)
     best = table.loc[table[kind] == load].iloc[0]
     return Goodput(kind, float(best[kind]), best, table, dict(slo), percentile)
-
-
-__all__ = [
-    "Goodput",
-    "best_load",
-    "compare_engines",
-    "itl_stats",
-    "knee",
-    "load_column",
-    "max_goodput",
-    "meets_slo_table",
-    "sweep",
-]
