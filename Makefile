@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint unit notebooks bench clean
+.PHONY: lab test lint unit notebooks bench clean test-browser present
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
@@ -30,6 +30,18 @@ test: $(STAMP)
 # Re-execute every notebook in place, deterministically, with volatile metadata stripped.
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
+
+# Every notebook in a real browser: JupyterLab on 127.0.0.1 and headless Chromium (Playwright)
+# run all cells and move every control of every explorer; report in benchmarks/out/. Skipped,
+# with a message, where Chromium is missing (apt-get install chromium). At most 10 minutes.
+test-browser: $(STAMP)
+	$(BIN)/python scripts/browser_check.py
+
+# A workshop view: each notebook's prose, pictures and live explorers without the code (Voila on
+# 127.0.0.1, an offline-safe template from present/: no request leaves the machine).
+present: $(STAMP)
+	JUPYTER_PATH=$(CURDIR)/present $(BIN)/voila notebooks/ --template=llminfer \
+		--Voila.ip=127.0.0.1 --strip_sources=True
 
 bench: $(STAMP)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

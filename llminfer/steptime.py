@@ -48,6 +48,7 @@ from llminfer.roofline import (
     as_efficiency,
     compute_dtype,
 )
+from llminfer.stepkernel import StepKernel
 
 if TYPE_CHECKING:
     from llminfer.hardware import GPU
@@ -331,6 +332,13 @@ class StepTimer:
         self._bytes_rate = gpu.memory_bandwidth * rates[1]
         self._link = _link_bandwidth(gpu, n_gpus)
         self._allreduce_latency = 2 * (n_gpus - 1) * ALLREDUCE_HOP_LATENCY_S
+        # The realistic arithmetic with its constants folded in: same bits, less Python.
+        self._kernel = None
+        if self.realistic:
+            comm = self._comm if n_gpus > 1 else None
+            self._kernel = StepKernel(
+                self._costs, self._peak, gpu.memory_bandwidth, gpu.sm_count, self.efficiency, comm
+            )
 
     def _comm(self, tokens) -> float:
         if self.n_gpus == 1:
@@ -398,20 +406,13 @@ class StepTimer:
         decode_context_tokens: int,
         prefill_cached_tokens: int = 0,
     ) -> float:
-        if self.realistic:
-            tokens = prefill_tokens + decode_seqs
-            if not tokens:
-                return 0.0
-            parts = self._costs.parts(
+        if self._kernel is not None:  # = step_seconds(parts, ...), bit for bit
+            return self._kernel(
                 prefill_tokens,
                 prefill_attended,
                 decode_seqs,
                 decode_context_tokens,
                 prefill_cached_tokens,
-                self._comm(tokens),
-            )
-            return _seconds(
-                parts, self._peak, self.gpu.memory_bandwidth, self.gpu.sm_count, self.efficiency
             )
         t_compute, t_memory, t_comm = self.breakdown(
             prefill_tokens,
@@ -430,13 +431,8 @@ class StepTimer:
         Introduced in: notebooks/05_optimizations.ipynb
         """
         context = np.asarray(decode_context_tokens, dtype=float)
-        if self.realistic:
-            if not decode_seqs:
-                return np.zeros_like(context)
-            parts = self._costs.parts(0, 0, decode_seqs, context, 0)
-            parts = parts._replace(comm_s=self._comm(parts.tokens))
-            seconds = step_seconds(parts, self.gpu, self.compute_dtype, self.efficiency)
-            return np.broadcast_to(seconds, context.shape).astype(float)
+        if self._kernel is not None:  # = step_seconds(parts, ...) per entry, bit for bit
+            return self._kernel.decode(decode_seqs, context)
         t_compute, t_memory, t_comm = self.breakdown(0, 0, decode_seqs, context)
         return np.maximum(t_compute, t_memory) + t_comm
 

@@ -9,7 +9,17 @@ Sources of each layout and formula:
 - SGLang: sgl-project/sglang python/sglang/bench_serving.py (result dict, --output-details).
 - AIPerf: ai-dynamo/aiperf docs/tutorials/working-with-profile-exports.md (record and
   aggregate layouts; v0.1 record layout from its examples/README.md).
-- GenAI-Perf: triton-inference-server perf_analyzer genai-perf profile_export.json layout.
+- GenAI-Perf: triton-inference-server/perf_analyzer, genai-perf/genai_perf/ —
+  profile_data_parser/llm_profile_data_parser.py (_parse_requests: responses without content
+  removed first; request_latency = last response − timestamp; TTFT = first response −
+  timestamp; ITL = round((latency − TTFT)/(N − 1)) ns for N > 1; benchmark_duration = last
+  response − first request, over requests with content; request_throughput = len(requests) /
+  duration, every request sent counted; output_token_throughput = Σ N / duration),
+  metrics/statistics.py (avg = np.mean; p1 … p99 = np.percentile; min, max, std = np.std; ns
+  → ms by scale_data(1/1e6)), metrics/llm_metrics.py (metric names and units),
+  export_data/json_exporter.py (``<stem>_genai_perf.json`` = stats + ``input_config``) and
+  export_data/csv_exporter.py (``<stem>_genai_perf.csv``: request metrics ``avg, min, max, p99,
+  p95, p90, p75, p50, p25`` formatted ``{:,.2f}``, then ``Metric,Value`` system metrics).
 - llmperf: ray-project/llmperf token_benchmark_ray.py (metrics_summary: pandas quantiles over
   requests whose error_code is null; Σ output tokens / (end_time − start_time)) and
   src/llmperf/utils.py (flatten_dict with "_").
@@ -19,6 +29,8 @@ Sources of each layout and formula:
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -428,6 +440,140 @@ def guidellm(reqs: list[dict], new: bool) -> dict:
     }
 
 
+def _sse(content: str | None, role: bool = False) -> str:
+    """One OpenAI chat-completion chunk as the server-sent event perf_analyzer records."""
+    delta = {"role": "assistant", "content": ""} if role else {"content": content}
+    event = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1718000000,
+        "model": "llama",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+    return "data: " + json.dumps(event) + "\n\n"
+
+
+def genai_perf(reqs: list[dict]) -> tuple[dict, dict, str]:
+    """profile_export.json for a streaming OpenAI chat endpoint (one word, one token, per
+    chunk), its ``_genai_perf.json`` and ``_genai_perf.csv`` by GenAI-Perf's formulas.
+
+    Request 2 streams only the role chunk and ``[DONE]`` (no content): GenAI-Perf drops it from
+    every latency statistic but still counts it in request_throughput. Request 4 had two events
+    arrive in one network read (one response entry holding both)."""
+    requests, kept = [], []
+    for i, r in enumerate(reqs):
+        start = T0 + int(r["start"] * 1e9)
+        first = start + int(r["ttft"] * 1e9)
+        content_ts = [first + int(sum(r["gaps"][:k]) * 1e9) for k in range(r["out"])]
+        words = [f"w{k}" for k in range(r["out"])]
+        prompt = " ".join(f"p{k}" for k in range(r["in"] // 50))
+        timestamps = [first - 2_000_000]  # the role-only first chunk, before any content
+        outputs = [{"response": _sse(None, role=True)}]
+        if i != 2:
+            for k, (t, w) in enumerate(zip(content_ts, words, strict=True)):
+                if i == 4 and k == 2:  # two events in one read: merged by GenAI-Perf
+                    outputs[-1]["response"] += _sse(" " + w)
+                    continue
+                timestamps.append(t)
+                outputs.append({"response": _sse(" " + w if k else w)})
+        timestamps.append(timestamps[-1] + 1_000_000)
+        outputs.append({"response": "data: [DONE]\n\n"})
+        payload = {
+            "messages": [{"role": "user", "content": prompt}],
+            "model": "llama",
+            "stream": True,
+            "max_tokens": r["out"],
+        }
+        requests.append(
+            {
+                "timestamp": start,
+                "request_inputs": {"payload": json.dumps(payload)},
+                "response_timestamps": timestamps,
+                "response_outputs": outputs,
+            }
+        )
+        if i != 2:
+            # What GenAI-Perf keeps after _preprocess_response: the responses with content
+            # (request 4's merged entry counts once, at its own timestamp).
+            with_content = [t for t, o in zip(timestamps, outputs, strict=True)][1:-1]
+            kept.append(
+                {
+                    "start": start,
+                    "ts": with_content,
+                    "n": r["out"],
+                    "isl": len(prompt.split()),
+                }
+            )
+    export = {
+        "experiments": [
+            {
+                "experiment": {"mode": "concurrency", "value": 2},
+                "requests": requests,
+                "window_boundaries": [T0, max(r["response_timestamps"][-1] for r in requests)],
+            }
+        ],
+        "version": "",
+        "service_kind": "openai",
+        "endpoint": "v1/chat/completions",
+    }
+    latency = [k["ts"][-1] - k["start"] for k in kept]
+    ttft = [k["ts"][0] - k["start"] for k in kept]
+    itl = [
+        round((lat - t) / (k["n"] - 1))
+        for lat, t, k in zip(latency, ttft, kept, strict=True)
+        if k["n"] > 1
+    ]
+    duration = (max(k["ts"][-1] for k in kept) - min(k["start"] for k in kept)) / 1e9
+    osl = [k["n"] for k in kept]
+
+    def stats(values, unit, scale=1.0):
+        v = np.asarray(values, dtype=float) * scale
+        d = {"unit": unit, "avg": float(np.mean(v))}
+        for q in (1, 5, 10, 25, 50, 75, 90, 95, 99):
+            d[f"p{q}"] = float(np.percentile(v, q))
+        d.update(min=float(np.min(v)), max=float(np.max(v)), std=float(np.std(v)))
+        return d
+
+    summary = {
+        "time_to_first_token": stats(ttft, "ms", 1e-6),
+        "inter_token_latency": stats(itl, "ms", 1e-6),
+        "request_latency": stats(latency, "ms", 1e-6),
+        "output_token_throughput_per_request": stats(
+            [n / (lat / 1e9) for n, lat in zip(osl, latency, strict=True)], "tokens/sec"
+        ),
+        "output_sequence_length": stats(osl, "tokens"),
+        "input_sequence_length": stats([k["isl"] for k in kept], "tokens"),
+        "output_token_throughput": {"unit": "tokens/sec", "avg": sum(osl) / duration},
+        "request_throughput": {"unit": "requests/sec", "avg": len(requests) / duration},
+        "input_config": {
+            "model": ["llama"],
+            "endpoint_type": "chat",
+            "service_kind": "openai",
+            "streaming": True,
+            "concurrency": 2,
+            "profile_export_file": "artifacts/llama-openai-chat-concurrency2/profile_export.json",
+        },
+    }
+    rows = [["Metric", "avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "p25"]]
+    for name, title in (
+        ("time_to_first_token", "Time To First Token (ms)"),
+        ("inter_token_latency", "Inter Token Latency (ms)"),
+        ("request_latency", "Request Latency (ms)"),
+        ("output_sequence_length", "Output Sequence Length"),
+        ("input_sequence_length", "Input Sequence Length"),
+    ):
+        rows.append([title] + [f"{summary[name][k]:,.2f}" for k in rows[0][1:]])
+    rows.append([])
+    rows.append(["Metric", "Value"])
+    rows.append(
+        ["Output Token Throughput (per sec)", f"{summary['output_token_throughput']['avg']:.2f}"]
+    )
+    rows.append(["Request Throughput (per sec)", f"{summary['request_throughput']['avg']:.2f}"])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return export, summary, buffer.getvalue()
+
+
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     reqs = stream()
@@ -462,6 +608,10 @@ def main(argv: list[str]) -> int:
     dump("lonely_individual_responses.json", rows)  # no summary beside it
     dump("guidellm_v0_3_benchmarks.json", guidellm(reqs, new=False))
     dump("guidellm_v0_4_benchmarks.json", guidellm(reqs, new=True))
+    export, summary, table = genai_perf(reqs)
+    dump("genai_perf_profile_export.json", export)
+    dump("genai_perf_profile_export_genai_perf.json", summary)
+    (OUT / "genai_perf_profile_export_genai_perf.csv").write_text(table, encoding="utf-8")
     return 0
 
 

@@ -32,12 +32,15 @@ FORMATS = {
     "llama_550_150_summary.json": "llmperf",
     "guidellm_v0_3_benchmarks.json": "guidellm",
     "guidellm_v0_4_benchmarks.json": "guidellm",
+    "genai_perf_profile_export.json": "genai-perf",
+    "genai_perf_profile_export_genai_perf.json": "genai-perf",
 }
 SUMMARY_ONLY = {
     "vllm_bench_serve_no_detailed.json": "--save-detailed",
     "sglang_bench_serving_summary.jsonl": "--output-details",
     "aiperf_profile_export_aiperf.json": "no per-request records",
     "llama_550_150_summary.json": "individual_responses",
+    "genai_perf_profile_export_genai_perf.json": "profile_export.json beside it",
 }
 
 
@@ -196,3 +199,164 @@ def test_read_summary_uses_summarize_keys_and_names_the_tools_figures():
     assert s.names["ttft_s_p99"] == "p99_ttft_ms" and s.names["e2e_s_mean"] == "mean_e2el_ms"
     assert isinstance(s.to_frame(), pd.DataFrame)
     assert np.isfinite(list(d.values())).all()
+
+
+def test_llmperf_leaderboard_layout_finds_its_summary(tmp_path):
+    """ray-project/llmperf-leaderboard keeps its raw data as ``raw_data/individual/<run>.json``
+    beside ``raw_data/summary/<run>.json`` (commit 3ecc0cbdd8d23522761dbe0d87bbf71517ac05a8,
+    e.g. ``groq_70b.json``); the run window comes from that summary, and every figure llmperf
+    reports — min, max and every quantile of its own inter_token_latency_s too — is reproduced."""
+    (tmp_path / "individual").mkdir()
+    (tmp_path / "summary").mkdir()
+    shutil.copy(FIX / "llama_550_150_individual_responses.json", tmp_path / "individual/run.json")
+    shutil.copy(FIX / "llama_550_150_summary.json", tmp_path / "summary/run.json")
+    log = read_requests(tmp_path / "individual/run.json")
+    summary = json.loads((FIX / "llama_550_150_summary.json").read_text())
+    assert _close(summarize(log).output_tps, summary["results_mean_output_throughput_token_per_s"])
+    table = compare_definitions(log, read_summary(tmp_path / "summary/run.json"))
+    for key in ("itl_s_min", "itl_s_max", "itl_s_p25", "itl_s_p90", "e2e_s_p75", "rps"):
+        assert _close(table.loc[key, "llminfer_value"], table.loc[key, "tool_value"]), key
+    assert not table.loc["itl_s_p90", "same_definition"]  # llmperf's ITL ≈ E2E/N, said so
+    assert "llmperf means" in table.loc["itl_s_p90", "note"]
+
+
+def test_rates_use_the_tools_window_when_the_log_has_none(tmp_path):
+    """A per-request file read alone holds no duration (llmperf's throughput is over the whole
+    test): set beside the tool's summary, the rates use the summary's window and say so."""
+    alone = tmp_path / "run.json"
+    shutil.copy(FIX / "llama_550_150_individual_responses.json", alone)
+    log = read_requests(alone)
+    assert math.isnan(summarize(log).output_tps)
+    table = compare_definitions(log, read_summary(FIX / "llama_550_150_summary.json"))
+    for key in ("output_tps", "rps", "window_s"):
+        assert _close(table.loc[key, "llminfer_value"], table.loc[key, "tool_value"]), key
+        assert "tool's window_s" in table.loc[key, "note"]
+    assert table.loc["n_failed", "rel_diff"] == 0 or table.loc["n_failed", "tool_value"] != 0
+
+
+# --- GenAI-Perf: profile_export.json beside its own *_genai_perf.json / .csv ----------------
+# The fixture and both summaries are written by scripts/make_tool_fixtures.py (genai_perf) with
+# GenAI-Perf's own formulas: triton-inference-server/perf_analyzer,
+# genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py (_parse_requests,
+# _preprocess_response), metrics/statistics.py (np.mean, np.percentile, min, max, std; ns → ms)
+# and export_data/json_exporter.py, csv_exporter.py (names, units, "{:,.2f}").
+GENAI = FIX / "genai_perf_profile_export.json"
+
+
+@pytest.mark.parametrize("suffix", ["_genai_perf.json", "_genai_perf.csv"])
+def test_genai_perf_summary_is_reproduced_where_definitions_agree(suffix):
+    log = read_requests(GENAI)
+    tool = read_summary(FIX / f"genai_perf_profile_export{suffix}")
+    table = compare_definitions(log, tool)
+    assert {"ttft_s_mean", "ttft_s_p99", "e2e_s_p50", "itl_s_mean", "output_tps", "rps"} <= set(
+        table.index
+    )
+    # the CSV holds two decimals of ms: 0.005 ms on a ~20 ms ITL is 0.03 %
+    agree = table.drop(index="rps")
+    bad = agree[(agree["rel_diff"].abs() > 0.005) | agree["llminfer_value"].isna()]
+    assert bad.empty, bad
+    # ITL: GenAI-Perf's (E2E − TTFT)/(N − 1), llminfer's TPOT, not its chunk gaps — named
+    assert not table.loc["itl_s_mean", "same_definition"]
+    assert "(E2E − TTFT)/(N − 1)" in table.loc["itl_s_mean", "note"]
+    # request_throughput counts the request that streamed no content; llminfer's rps does not
+    assert not table.loc["rps", "same_definition"]
+    assert "every request sent" in table.loc["rps", "note"]
+    assert table.loc["rps", "rel_diff"] == pytest.approx(-1 / 8, abs=0.01)  # 7 of 8 requests
+    assert "0 output tokens" not in table.loc["ttft_s_mean", "note"]  # GenAI-Perf drops them too
+
+
+def test_genai_perf_summary_found_beside_the_export_and_its_csv_alone(tmp_path):
+    assert read_summary(GENAI).names["ttft_s_p99"] == "time_to_first_token.p99"
+    shutil.copy(GENAI, tmp_path / "profile_export.json")
+    shutil.copy(FIX / "genai_perf_profile_export_genai_perf.csv", tmp_path / "x_genai_perf.csv")
+    with pytest.raises(ValueError, match="not beside it"):
+        read_summary(tmp_path / "profile_export.json")
+    shutil.copy(
+        FIX / "genai_perf_profile_export_genai_perf.csv",
+        tmp_path / "profile_export_genai_perf.csv",
+    )
+    from_csv = read_summary(tmp_path / "profile_export.json").to_dict()
+    from_json = read_summary(GENAI).to_dict()
+    assert set(from_csv) <= set(from_json)  # the CSV leaves out p1, p5, p10
+    assert {"ttft_s_p25", "itl_s_p99", "e2e_s_max", "rps", "output_tps"} <= set(from_csv)
+    for key, value in from_csv.items():
+        value = from_json[key]
+        assert from_csv[key] == pytest.approx(value, rel=0.005, abs=5e-6), key
+
+
+def test_genai_perf_events_and_empty_responses():
+    log = read_requests(GENAI)
+    data = json.loads(GENAI.read_text())["experiments"][0]["requests"]
+    r = log.requests.set_index("request_id")
+    # request 2 streamed the role chunk and [DONE] only: failed, counted, said
+    assert r.loc["concurrency=2/2", "status"] == "failed"
+    assert r.loc["concurrency=2/2", "error"].startswith("empty response")
+    assert any("1 request(s) had no response with content" in a for a in log.source.assumptions)
+    # request 4: two events in one network read are one chunk of two tokens
+    assert list(r.loc["concurrency=2/4", "chunk_tokens"]).count(2) == 1
+    events = sum(o["response"].count('"content": "') for o in data[4]["response_outputs"])
+    assert r.loc["concurrency=2/4", "output_tokens"] == events - 1  # less the role chunk's ""
+    # TTFT from the first response with content, not the role-only first event
+    first = data[0]["response_timestamps"][1] * 1e-9
+    assert r.loc["concurrency=2/0", "first_token_ts"] == pytest.approx(first, abs=1e-6)
+
+
+def test_genai_perf_non_streaming_chat_completion_has_content(tmp_path):
+    """A non-streaming response is one ``chat.completion`` whose text is ``message.content``
+    (GenAI-Perf's _extract_openai_text_output reads it); it must not be taken for empty."""
+    body = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi there"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+    }
+    export = {
+        "experiments": [
+            {
+                "experiment": {"mode": "concurrency", "value": 1},
+                "requests": [
+                    {
+                        "timestamp": 1_000_000_000,
+                        "request_inputs": {"payload": '{"messages": []}'},
+                        "response_timestamps": [1_250_000_000],
+                        "response_outputs": [{"response": json.dumps(body)}],
+                    }
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "profile_export.json"
+    path.write_text(json.dumps(export))
+    log = read_requests(path)
+    assert log.n_failed == 0 and log.requests.loc[0, "output_tokens"] == 2
+    assert summarize(log).to_dict()["ttft_s_mean"] == pytest.approx(0.25)
+
+
+def test_aiperf_v0_1_aggregate_under_records_with_null_stats(tmp_path):
+    """AIPerf v0.1's profile_export_aiperf.json nests each metric under ``records`` with its
+    ``tag`` and writes null for the statistics a count or a rate has (shape of ai-dynamo/aiperf
+    examples/artifacts/run1/profile_export_aiperf.json, commit
+    7c31f57933ad8a452db7737d05dba2b29cd6bf8c: 89 valid + 11 cancelled requests, 9.3178 s)."""
+
+    def block(tag, unit, avg, **stats):
+        nulls = dict.fromkeys(("min", "max", "p1", "p50", "p99", "std"))
+        return {"tag": tag, "unit": unit, "header": tag, "avg": avg, **nulls, **stats}
+
+    records = {
+        "error_request_count": block("error_request_count", "requests", 11.0),
+        "request_count": block("request_count", "requests", 89.0),
+        "ttft": block("ttft", "ms", 2343.2, min=464.7, max=3853.9, p50=2369.3, p99=3833.4),
+        "request_latency": block("request_latency", "ms", 9059.7, p50=9097.3, p99=9297.6),
+        "inter_token_latency": block("inter_token_latency", "ms", 27.76, p50=27.62, p99=33.73),
+        "benchmark_duration": block("benchmark_duration", "sec", 9.317788951),
+        "request_throughput": block("request_throughput", "requests/sec", 9.551622221540914),
+        "output_token_throughput": block("output_token_throughput", "tokens/sec", 2320.72),
+    }
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps({"records": records, "error_summary": [], "was_cancelled": False}))
+    assert detect_format(path) == "aiperf"
+    d = read_summary(path).to_dict()
+    assert d["n_requests"] == 100 and d["n_failed"] == 11
+    assert d["window_s"] == pytest.approx(9.317788951)
+    assert d["rps"] == pytest.approx(89 / 9.317788951, rel=1e-6)  # valid requests / duration
+    assert d["ttft_s_p99"] == pytest.approx(3.8334) and "ttft_s_p1" not in d  # nulls skipped
+    assert d["itl_s_mean"] == pytest.approx(0.02776)

@@ -18,6 +18,8 @@ TEACHING_NOTEBOOKS = tuple(
 )
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LINK = re.compile(r"https?://\S+")
+#: The folder beside the repository that learners do not have (spelled so as not to cite it).
+OUTSIDE_REPO = "../" + "shared"
 
 
 def _cells(stem: str) -> list[dict]:
@@ -65,7 +67,7 @@ def test_ends_with_sources_with_links(stem):
         f"{stem}: the last cell must be a '## Sources' section"
     )
     assert LINK.search(text), f"{stem}: the Sources section has no link"
-    assert "../shared" not in text
+    assert OUTSIDE_REPO not in text
 
 
 @pytest.mark.parametrize("stem", TEACHING_NOTEBOOKS)

@@ -431,18 +431,29 @@ def test_compare_engines_labels_rows():
          EngineConfig(gpu_memory_utilization=0.28)),
     ],
 )  # fmt: skip
-def test_decode_stretches_change_nothing(workload, engine):
-    """Running stretches of identical decode steps in one vectorised go gives the same requests
-    and steps as stepping one at a time (a plain step-time function has no decode_steps, so
-    the loop steps one by one)."""
+def test_decode_stretches_change_nothing(workload, engine, monkeypatch):
+    """The scheduler's shortcuts change no result. Reference: the main loop alone, one step
+    per iteration. Running the few decode steps before the next event in a tight loop
+    (``_run_decode_singles``) gives the same bits; running longer stretches of identical
+    decode steps in one vectorised go (a StepTimer's ``decode_steps``; a plain step-time
+    function has none) agrees to 1e-12 (numpy's vectorised power and a running sum round
+    differently in the last bit)."""
+    from llminfer.scheduler import Scheduler
+
     timer = step_timer(LLAMA8, H100)
 
     def one_at_a_time(*args):
         return timer(*args)
 
     fast = simulate(workload, LLAMA8, H100, engine, step_time=timer)
-    slow = simulate(workload, LLAMA8, H100, engine, step_time=one_at_a_time)
-    assert fast.preemptions == slow.preemptions
+    singles = simulate(workload, LLAMA8, H100, engine, step_time=one_at_a_time)
+    with monkeypatch.context() as m:
+        m.setattr(Scheduler, "_run_decode_singles", lambda self: None)
+        m.setattr(Scheduler, "_run_decode_stretch", lambda self: None)
+        slow = simulate(workload, LLAMA8, H100, engine, step_time=timer)
+    assert fast.preemptions == singles.preemptions == slow.preemptions
+    pd.testing.assert_frame_equal(singles.steps, slow.steps, check_exact=True)
+    pd.testing.assert_frame_equal(singles.requests, slow.requests, check_exact=True)
     pd.testing.assert_frame_equal(fast.steps, slow.steps, rtol=1e-12)
     pd.testing.assert_frame_equal(fast.requests, slow.requests, rtol=1e-12)
 

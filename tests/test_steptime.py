@@ -162,6 +162,60 @@ def test_decode_steps_vectorised_equals_calls_and_step_time_equals_timer():
     assert step_time(cost, H200) == timer(0, 0, 4, 12_000)
 
 
+# (model, GPU, GPUs, dtype, step model): dense, sliding-window, MoE, MLA; one GPU and tensor
+# parallel; a GPU with no SM count; graph and eager execution; split-KV decode attention.
+KERNEL_CASES = [
+    ("llama-3.1-8b", "h200", 1, "bf16", H200_REFERENCE),
+    ("llama-3.1-8b", "h100-sxm", 1, "fp8", replace(H200_REFERENCE, execution="eager")),
+    ("llama-3.1-8b", replace(H200, sm_count=None), 1, "bf16", H200_REFERENCE),
+    ("llama-3.1-70b", "h100-sxm", 4, "bf16", replace(H200_REFERENCE, kv_split_tokens=512)),
+    ("mistral-7b-v0.1", "l40s", 1, "bf16", replace(H200_REFERENCE, kv_split_tokens=256)),
+    ("gemma-2-9b", "h200", 1, "bf16", H200_REFERENCE),
+    ("mixtral-8x7b-v0.1", "h100-sxm", 2, "bf16", replace(H200_REFERENCE, execution="eager")),
+    ("gpt-oss-120b", "b200", 2, "fp8", H200_REFERENCE),
+    ("deepseek-v3", "h200", 8, "fp8", H200_REFERENCE),
+]
+
+
+@pytest.mark.parametrize("model, gpu, n_gpus, dtype, sm", KERNEL_CASES)
+def test_the_timers_fast_kernel_gives_step_seconds_to_the_last_bit(model, gpu, n_gpus, dtype, sm):
+    """StepTimer times steps with llminfer.stepkernel (constants folded in once, for the
+    simulator); it must return exactly what step_seconds computes from the step's parts,
+    one step at a time and for a stretch of decode steps."""
+    from llminfer.steptime import step_seconds
+
+    model, gpu = get_model(model), get_gpu(gpu) if isinstance(gpu, str) else gpu
+    timer = StepTimer(model, gpu, n_gpus, dtype, dtype, efficiency=sm)
+    costs = timer._costs  # the readable reference arithmetic: parts, then step_seconds
+
+    def reference(pt, pa, ds, dc, pc):
+        if not pt + ds:
+            return 0.0
+        parts = costs.parts(pt, pa, ds, dc, pc, timer._comm(pt + ds))
+        return step_seconds(parts, gpu, timer.compute_dtype, sm)
+
+    rng = np.random.default_rng(0)
+    steps = [(0, 0, 0, 0, 0), (1, 1, 0, 0, 0), (0, 0, 1, 0, 0), (0, 0, 1, 16, 0)]
+    steps += [
+        (2048, attended_pairs(2048, 0), 0, 0, 0),
+        (512, attended_pairs(512, 7000), 0, 0, 7000),
+    ]
+    for _ in range(300):  # mixed steps: prompt chunks (some after cached tokens) plus decodes
+        pt, cached, ds = (int(x) for x in rng.integers(0, [8192, 20_000, 300]))
+        pt, cached = (pt, cached) if rng.random() < 0.7 else (0, 0)
+        ds = max(ds, 0 if pt else 1)
+        dc = int(ds * rng.integers(0, 30_000))
+        steps.append((pt, attended_pairs(pt, cached), ds, dc, cached))
+    for step in steps:
+        assert timer(*step) == reference(*step), step
+    context = rng.integers(0, 30_000, 200).astype(float)
+    for ds in (1, 3, 64, 300):
+        parts = costs.parts(0, 0, ds, ds * context, 0, timer._comm(ds))  # the array arithmetic
+        expected = np.broadcast_to(step_seconds(parts, gpu, timer.compute_dtype, sm), (200,))
+        np.testing.assert_array_equal(timer.decode_steps(ds, ds * context), expected)
+    assert not timer.decode_steps(0, context).any()
+
+
 def test_a_calibrated_gpu_is_accepted_by_estimate_simulate_and_step_timer():
     slow = replace(H200_REFERENCE, layer_overhead_s=200e-6)
     gpu = replace(H200, step_model=slow)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llminfer.importers import aiperf, genai_perf, guidellm, llmperf, sglang, vllm
+from llminfer.importers import _files, aiperf, genai_perf, guidellm, llmperf, sglang, vllm
 from llminfer.importers._files import Document, ExportError, load, problem
 from llminfer.importers.records import Imported, ToolSummary
 
@@ -51,7 +51,8 @@ def _what_was_looked_for() -> str:
         " --output-details arrays); AIPerf profile_export.jsonl (metadata.request_start_ns or "
         "timestamp_ns); GenAI-Perf profile_export.json (experiments); llmperf "
         "*_individual_responses.json (ttft_s, end_to_end_latency_s) or *_summary.json; "
-        "GuideLLM benchmarks.json (benchmarks); AIPerf/GenAI-Perf aggregate JSON"
+        "GuideLLM benchmarks.json (benchmarks); AIPerf/GenAI-Perf aggregate JSON; "
+        "GenAI-Perf *_genai_perf.csv (read_summary only)"
     )
 
 
@@ -62,11 +63,6 @@ def _classify(doc: Document) -> tuple[str, str]:
     for name, tool in TOOLS.items():
         kind = tool.detect(doc)
         if kind:
-            if name == "aiperf" and kind == "summary" and doc.json is not None:
-                data = doc.json
-                # GenAI-Perf's aggregate has the same shape; AIPerf's has these keys.
-                if not any(k in data for k in ("benchmark_duration", "records", "error_summary")):
-                    return "genai-perf", kind
             return name, kind
     raise problem(doc.name, "", f"is not a format llminfer knows; {_what_was_looked_for()}")
 
@@ -119,6 +115,8 @@ def read_summary(path: str | Path) -> ToolSummary:
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     doc = load(_path(path))
+    if doc.kind == "csv" and genai_perf.is_summary_csv(_files._head(doc.path, 4096)):
+        return genai_perf.read_summary_csv(doc.path)
     format, _ = _classify(doc)
     if format in TABLES:
         raise problem(
@@ -127,6 +125,4 @@ def read_summary(path: str | Path) -> ToolSummary:
             "is a request-log table, not a tool's summary: summarise it "
             "with llminfer.summarize(read_requests(path))",
         )
-    if format == "genai-perf":
-        return genai_perf.read_summary(doc)
     return TOOLS[format].read_summary(doc)

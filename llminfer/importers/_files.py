@@ -65,6 +65,14 @@ def _text(path: Path) -> str:
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
 
 
+def text_of(path: Path) -> str:
+    """A file's whole text, decompressed when gzip (for the tools' CSV summaries).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    return _text(Path(path))
+
+
 def _head(path: Path, size: int = 1 << 16) -> str:
     """The first ``size`` bytes of a file (decompressed when gzip), as text: enough to tell
     JSON from a table without reading a large file whole."""

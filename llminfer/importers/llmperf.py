@@ -61,16 +61,22 @@ def detect(doc: Document) -> str | None:
 
 
 def sibling_summary(path: Path) -> Path | None:
-    """``X_individual_responses.json`` → ``X_summary.json`` when that file exists.
+    """The summary llmperf wrote beside a per-request file, when it exists:
+    ``X_individual_responses.json`` → ``X_summary.json`` (llmperf's own names), or
+    ``…/individual/X.json`` → ``…/summary/X.json`` (the layout of ray-project/llmperf-leaderboard's
+    ``raw_data``).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     name = re.sub(r"_individual_responses(\.json(\.gz)?)$", r"_summary\1", path.name)
-    candidate = path.with_name(name)
-    if candidate != path and candidate.is_file():
-        return candidate
-    if name.endswith(".gz") and path.with_name(name[:-3]).is_file():
-        return path.with_name(name[:-3])
+    candidates = [path.with_name(name)]
+    if name.endswith(".gz"):
+        candidates.append(path.with_name(name[:-3]))
+    if path.parent.name == "individual":
+        candidates.append(path.parent.parent / "summary" / path.name)
+    for candidate in candidates:
+        if candidate != path and candidate.is_file():
+            return candidate
     return None
 
 

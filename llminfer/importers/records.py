@@ -53,7 +53,10 @@ class ToolSummary:
     ``output_tps``, ``rps``, ``n_requests``, …; seconds, requests/s, tokens/s) plus
     ``itl_s_mean/p50/p99`` for what the tool calls ITL; ``names``: each key's name in the tool's
     file; ``definitions``: for the TPOT/ITL keys, which row of ``compare_definitions`` computes
-    the same quantity; ``notes``: what differs from llminfer's definitions.
+    the same quantity; ``notes``: what differs from llminfer's definitions; ``key_notes``: a
+    difference that concerns one figure only (``compare_definitions`` shows it on that row);
+    ``empty_as_ok``: whether the tool keeps requests that returned no tokens in its latency
+    statistics as successful (vLLM, llmperf) or leaves them out (GenAI-Perf).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -64,6 +67,8 @@ class ToolSummary:
     names: dict[str, str]
     definitions: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    key_notes: dict[str, str] = field(default_factory=dict)
+    empty_as_ok: bool = True
 
     def to_dict(self) -> dict[str, float]:
         """The figures as a flat dict keyed like ``Summary.to_dict()`` (seconds, per second)."""

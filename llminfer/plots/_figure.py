@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from matplotlib.figure import Figure
+
+# The figure the next new_figure() call clears and reuses instead of making a new one (set by
+# an explorer while it redraws; None everywhere else).
+_TARGET: ContextVar[Figure | None] = ContextVar("llminfer_plots_target", default=None)
 
 #: Colours used for the same quantity in every chapter, so a reader learns them once.
 COLORS = {
@@ -21,10 +28,16 @@ COLORS = {
 }
 
 
-def figure_png(fig: Figure, dpi: int = 90) -> bytes:
-    """Render a Figure to PNG bytes (no pyplot, no kernel needed)."""
+def figure_png(fig: Figure, dpi: int = 90, compress_level: int = 6) -> bytes:
+    """Render a Figure to PNG bytes (no pyplot, no kernel needed).
+
+    ``dpi`` is pixels per inch; ``compress_level`` is zlib's 0-9 (6, matplotlib's default,
+    for saved notebooks; the explorers use 1, several times faster to encode).
+    """
+    if not 0 <= compress_level <= 9:
+        raise ValueError(f"compress_level={compress_level!r} is not allowed; give 0 to 9")
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
+    fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": compress_level})
     return buffer.getvalue()
 
 
@@ -50,8 +63,27 @@ def require_columns(table, columns) -> None:
         raise ValueError(f"table lacks columns {sorted(missing)}")
 
 
+@contextmanager
+def drawing_into(fig: Figure) -> Iterator[Figure]:
+    """Within this block every plot function draws into ``fig`` (cleared first) instead of a
+    new figure. An explorer keeps one figure this way: its canvas, renderer and the text
+    measurements matplotlib caches per renderer survive from one picture to the next."""
+    token = _TARGET.set(fig)
+    try:
+        yield fig
+    finally:
+        _TARGET.reset(token)
+
+
 def new_figure(width: float = 7.0, height: float = 4.0, nrows: int = 1, ncols: int = 1):
-    """A NotebookFigure with constrained layout and its axes (not registered with pyplot)."""
-    fig = NotebookFigure(figsize=(width, height), layout="constrained")
+    """A NotebookFigure with constrained layout and its axes (not registered with pyplot);
+    inside ``drawing_into(fig)``, ``fig`` cleared and resized."""
+    fig = _TARGET.get()
+    if fig is None:
+        fig = NotebookFigure(figsize=(width, height), layout="constrained")
+    else:
+        fig.clear()
+        fig.set_size_inches(width, height)
+        fig.set_layout_engine("constrained")
     axes = fig.subplots(nrows, ncols, squeeze=True)
     return fig, axes

@@ -7,6 +7,23 @@ Bad combinations never raise into the notebook: ``.error`` holds the message and
 shows it in place of the result. A result that could not run on real hardware (an ``Estimate``
 or ``MemoryPlan`` with ``fits`` False, or a table with a False ``fits`` column) keeps its
 numbers but ``.warning`` holds the reason and the widget shows it above them.
+
+Two rules keep the explorers right and quick in a real browser:
+
+* **A first draw sends nothing back.** A browser slider with ``continuous_update`` on passes
+  its own "update" event, which noUiSlider fires when the slider is created, back to the
+  kernel, and for a float the value carries noise (500 → 500.00000000000006): the kernel took
+  that as a change and recomputed with the *stale* value, undoing what a later cell had set
+  (issue 15; scripts/browser_check.py reproduces it). Two guards, each enough on its own:
+  sliders send on release only (``continuous_update=False``, which also debounces drags), and
+  no value crosses the wire as a float: integer sliders round in the browser
+  (``Math.round``) and a selection slider sends an option's index, so an echo would equal what
+  was sent. The base class refuses float-valued controls; :func:`choice_slider` offers a grid
+  of floats instead.
+* **A new picture is cheap.** Sliders send on release only (no burst of updates during a
+  drag); a picture already made for the same values comes from a small cache; the layout that
+  constrained layout computed for the first picture is reused for later pictures of the same
+  shape (that pass is half the cost of a picture), and the PNG is compressed lightly.
 """
 
 from __future__ import annotations
@@ -14,18 +31,94 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import json
+import math
+import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as W
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from traitlets import TraitError
 
-from llminfer.plots._figure import figure_png
+from llminfer.plots._figure import NotebookFigure, drawing_into, figure_png
+
+#: Controls whose value travels between browser and kernel as a float: refused (see above).
+FLOAT_CONTROLS = (W.FloatSlider, W.FloatLogSlider, W.FloatText, W.BoundedFloatText)
+#: Pictures kept per explorer, by control values (a learner moves back and forth).
+PICTURE_CACHE_SIZE = 32
+#: zlib level for the explorer's PNG: 1 is several times faster than matplotlib's 6 and the
+#: file is only slightly larger (flat-colour plots compress well at any level).
+PNG_COMPRESS_LEVEL = 1
+#: Padding around each axes in the layout the later pictures reuse, inches.
+LAYOUT_PAD_IN = 0.12
+
+
+def choice_slider(
+    value: float, options: Sequence[float], description: str, fmt: str = "{:g}"
+) -> W.SelectionSlider:
+    """A slider over a fixed grid of float ``options`` (any unit) whose value never drifts.
+
+    The browser sends only the index of an option, so the value the kernel holds is always
+    one of ``options`` exactly. ``value`` joins the grid when it is not on it, so an explorer
+    accepts any finite starting value. Labels are ``fmt.format(option)``.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{description}: value={value!r} is not allowed; give a finite number")
+    grid = sorted({float(o) for o in options} | {float(value)})
+    return W.SelectionSlider(
+        options=[(fmt.format(o), o) for o in grid],
+        value=float(value),
+        description=description,
+    )
+
+
+def grid(low: float, high: float, steps: int) -> list[float]:
+    """``steps + 1`` evenly spaced values from ``low`` to ``high``, rounded to 10 decimals so
+    that 0.1 on the grid is the literal 0.1 a notebook cell would type.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    if steps < 1:
+        raise ValueError(f"steps={steps!r} is not allowed; give 1 or more")
+    return [round(low + (high - low) * i / steps, 10) for i in range(steps + 1)]
+
+
+def whole(value: float, name: str) -> int:
+    """``value`` as an int for an integer slider; ValueError naming ``name`` if it is not a
+    whole number (500.0 → 500; 500.5 is refused rather than silently truncated).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} is not allowed; give a whole number")
+    rounded = round(value)
+    if abs(value - rounded) > 1e-9 * max(1.0, abs(value)):
+        raise ValueError(f"{name}={value!r} is not allowed; give a whole number")
+    return int(rounded)
+
+
+def _layout_key(fig: Figure) -> tuple:
+    """What must match for a figure to reuse another's layout: size and axes grid."""
+    specs = []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        specs.append(None if spec is None else spec.get_geometry())
+    width, height = fig.get_size_inches()
+    return (round(width, 3), round(height, 3), tuple(specs), len(fig.legends))
 
 
 class Explorer(ABC):
-    """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``."""
+    """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
 
     title = ""
 
@@ -38,27 +131,62 @@ class Explorer(ABC):
             cls.__init__ = _named_arguments(cls.__dict__["__init__"])
 
     def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
+        for name, control in controls.items():
+            if isinstance(control, FLOAT_CONTROLS):
+                raise TypeError(
+                    f"control {name!r} is a {type(control).__name__}: a float control's value "
+                    "comes back from the browser with float noise and undoes later changes; "
+                    "use an IntSlider or llminfer.widgets._explorer.choice_slider"
+                )
         self.controls = controls
         self.result: Any = None
         self.error: str | None = None
         self.warning = ""
-        self.figure: Figure | None = None
+        #: Seconds the last update spent computing and making its picture (kernel side).
+        self.last_update_s: float = 0.0
+        self._pictures: OrderedDict[tuple, bytes] = OrderedDict()
+        self._layouts: dict[tuple, list] = {}
+        # One figure, drawn into again for every picture, on an Agg canvas of its own so the
+        # renderer (and matplotlib's text measurements cached per renderer) is reused.
+        self._canvas_figure = NotebookFigure()
+        FigureCanvasAgg(self._canvas_figure)
+        self._figure: Figure | None = None
+        self._figure_key: tuple | None = None  # the values self._figure was drawn for
         self._summary = W.HTML()
+        self._summary.add_class("llminfer-summary")
+        # The values the shown result was computed from, as JSON: a browser test compares them
+        # with what each control shows. Hidden; it is data, not prose.
+        self._computed = W.HTML(layout=W.Layout(display="none"))
+        self._computed.add_class("llminfer-computed")
         self._image = W.Image(format="png", layout=W.Layout(max_width="900px"))
-        for control in controls.values():
+        self._image.add_class("llminfer-picture")
+        for name, control in controls.items():
             control.style.description_width = "initial"
+            control.layout.width = "100%"
+            control.add_class("llminfer-control")
+            control.add_class(f"llminfer-control-{name}")
+            if hasattr(control, "continuous_update"):
+                control.continuous_update = False  # a drag sends one value, on release
             control.observe(self._on_change, names="value")
         self.ui = W.VBox(
             [
                 W.HTML(f"<b>{html.escape(self.title)}</b>"),
                 W.GridBox(
                     list(controls.values()),
-                    layout=W.Layout(grid_template_columns="repeat(2, minmax(280px, 1fr))"),
+                    # Columns at least 420 px wide: a long description and the readout leave
+                    # the track room to move (two columns on a wide screen, one on a narrow).
+                    layout=W.Layout(
+                        grid_template_columns="repeat(auto-fit, minmax(420px, 1fr))",
+                        grid_gap="2px 16px",
+                    ),
                 ),
                 self._summary,
+                self._computed,
                 self._image,
             ]
         )
+        self.ui.add_class("llminfer-explorer")
+        self.ui.add_class(f"llminfer-{type(self).__name__}")
         self.update()
 
     def values(self) -> dict[str, Any]:
@@ -74,6 +202,7 @@ class Explorer(ABC):
         return html.escape(str(result))
 
     def draw(self, result: Any) -> Figure | None:
+        """The picture of ``result`` (a matplotlib Figure), or None for no picture."""
         return None
 
     def feasibility_warning(self, result: Any) -> str:
@@ -95,15 +224,20 @@ class Explorer(ABC):
 
     def update(self) -> None:
         """Recompute the result from the controls and refresh summary and picture."""
+        start = time.perf_counter()
+        values = self.values()
+        self._computed.value = html.escape(json.dumps(values, default=str))
         try:
-            self.result = self.compute(**self.values())
+            self.result = self.compute(**values)
             self.error = None
         except ValueError as exc:
-            self.result, self.figure, self.error = None, None, str(exc)
-            self.warning = ""
-            self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
+            self.result, self.error, self.warning = None, str(exc), ""
+            self._figure, self._figure_key = None, None
             self._image.value = b""
+            self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
+            self.last_update_s = time.perf_counter() - start
             return
+        self._image.value = self._picture(values)  # first: it is what the eye waits for
         self.warning = self.feasibility_warning(self.result)
         banner = (
             f"<p style='color:#b00020'><b>⚠ Not feasible:</b> {html.escape(self.warning)}</p>"
@@ -111,16 +245,77 @@ class Explorer(ABC):
             else ""
         )
         self._summary.value = banner + self.describe(self.result)
-        self.figure = self.draw(self.result)
-        self._image.value = figure_png(self.figure) if self.figure is not None else b""
+        self.last_update_s = time.perf_counter() - start
+
+    @property
+    def figure(self) -> Figure | None:
+        """The matplotlib Figure of the current result (None after an error or without a
+        picture). The explorer draws into one figure again and again: copy what you keep."""
+        if self.error is not None:
+            return None
+        key = self._key(self.values())
+        if self._figure_key != key or key is None:
+            self._draw()
+            self._figure_key = key
+        return self._figure
+
+    @staticmethod
+    def _key(values: dict[str, Any]) -> tuple | None:
+        key = tuple(values.items())
+        try:
+            hash(key)
+        except TypeError:  # an unhashable value: never cached
+            return None
+        return key
+
+    def _draw(self) -> Figure | None:
+        with drawing_into(self._canvas_figure):
+            self._figure = self.draw(self.result)
+        return self._figure
+
+    def _picture(self, values: dict[str, Any]) -> bytes:
+        """PNG bytes for ``values``: from the cache, or drawn now."""
+        key = self._key(values)
+        if key is not None and key in self._pictures:
+            self._pictures.move_to_end(key)
+            return self._pictures[key]
+        figure = self._draw()
+        self._figure_key = key
+        png = b"" if figure is None else self._png(figure)
+        if key is not None:
+            self._pictures[key] = png
+            while len(self._pictures) > PICTURE_CACHE_SIZE:
+                self._pictures.popitem(last=False)
+        return png
+
+    def _png(self, figure: Figure) -> bytes:
+        """PNG bytes of ``figure``, reusing the layout of an earlier figure of the same shape."""
+        key = _layout_key(figure)
+        positions = self._layouts.get(key)
+        if positions is not None and figure.get_layout_engine() is not None:
+            figure.set_layout_engine("none")
+            for ax, position in zip(figure.axes, positions, strict=True):
+                ax.set_position(position, which="both")
+        elif positions is None and isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine):
+            # The first picture of a shape sets the layout for the later ones, whose tick
+            # labels may be wider: leave them room (inches; matplotlib's default pad is 3/72).
+            figure.get_layout_engine().set(w_pad=LAYOUT_PAD_IN, h_pad=LAYOUT_PAD_IN, wspace=0.06)
+        png = figure_png(figure, compress_level=PNG_COMPRESS_LEVEL)
+        if positions is None:
+            self._layouts[key] = [ax.get_position(original=True) for ax in figure.axes]
+        return png
 
     def _on_change(self, _change: dict) -> None:
         self.update()
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.ui)
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        # The widget view, with a plain-text stand-in that says what this is (where no widget
+        # can be drawn) instead of ipywidgets' VBox(children=(HTML(value=... .
+        bundle = self.ui._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = (
+            f"{type(self).__name__}: {self.title} (run the notebook to move its controls)"
+        )
+        return bundle
 
 
 def _allowed(control: W.ValueWidget) -> str:

@@ -10,7 +10,7 @@ from llminfer.cases import CASE_SLO, CASE_STUDIES
 from llminfer.diagnose import Diagnosis, diagnose
 from llminfer.logs import RequestLog, read_requests
 from llminfer.plots.diagnose import before_after_cdf
-from llminfer.widgets._explorer import Explorer
+from llminfer.widgets._explorer import Explorer, whole
 
 
 class DiagnosisExplorer(Explorer):
@@ -34,11 +34,19 @@ class DiagnosisExplorer(Explorer):
         controls = {
             "case": W.Dropdown(options=list(CASE_STUDIES), value=case, description="case"),
             "fixed": W.Checkbox(value=fixed, description="apply the suggested change"),
-            "ttft_ms": W.FloatSlider(
-                value=ttft_ms, min=50, max=5000, step=50, description="TTFT target (ms)"
+            "ttft_ms": W.IntSlider(
+                value=whole(ttft_ms, "ttft_ms"),
+                min=50,
+                max=5000,
+                step=50,
+                description="TTFT target (ms)",
             ),
-            "tpot_ms": W.FloatSlider(
-                value=tpot_ms, min=5, max=200, step=1, description="TPOT target (ms)"
+            "tpot_ms": W.IntSlider(
+                value=whole(tpot_ms, "tpot_ms"),
+                min=5,
+                max=200,
+                step=1,
+                description="TPOT target (ms)",
             ),
         }
         super().__init__(controls)

@@ -10,7 +10,7 @@ import pandas as pd
 from llminfer.logs import RequestLog
 from llminfer.metrics import Summary, _as_log, summarize
 from llminfer.plots.logs import latency_cdf
-from llminfer.widgets._explorer import Explorer
+from llminfer.widgets._explorer import Explorer, whole
 
 
 class SLOExplorer(Explorer):
@@ -30,14 +30,24 @@ class SLOExplorer(Explorer):
     ) -> None:
         self.log = _as_log(log)
         controls = {
-            "ttft_ms": W.FloatSlider(
-                value=ttft_ms, min=50, max=5000, step=50, description="TTFT target (ms)"
+            # Whole milliseconds and seconds: integer sliders, so the browser never sends a
+            # value back with float noise (see llminfer.widgets._explorer).
+            "ttft_ms": W.IntSlider(
+                value=whole(ttft_ms, "ttft_ms"),
+                min=50,
+                max=5000,
+                step=50,
+                description="TTFT target (ms)",
             ),
-            "tpot_ms": W.FloatSlider(
-                value=tpot_ms, min=5, max=200, step=5, description="TPOT target (ms)"
+            "tpot_ms": W.IntSlider(
+                value=whole(tpot_ms, "tpot_ms"),
+                min=5,
+                max=200,
+                step=5,
+                description="TPOT target (ms)",
             ),
-            "e2e_s": W.FloatSlider(
-                value=e2e_s, min=1, max=120, step=1, description="E2E target (s)"
+            "e2e_s": W.IntSlider(
+                value=whole(e2e_s, "e2e_s"), min=1, max=120, step=1, description="E2E target (s)"
             ),
         }
         super().__init__(controls)

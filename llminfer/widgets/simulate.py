@@ -8,17 +8,23 @@ import html
 import ipywidgets as W
 import pandas as pd
 
+from llminfer.loadsweep import best_load, compare_engines, knee, load_column
 from llminfer.plots.simulate import policy_comparison, throughput_latency
 from llminfer.presets import get_gpu, get_model
-from llminfer.simulate import EngineConfig, best_load, compare_engines, knee, load_column
-from llminfer.widgets._explorer import Explorer
+from llminfer.simulate import EngineConfig
+from llminfer.widgets._explorer import Explorer, choice_slider, whole
 from llminfer.workload import LogNormal, Workload
+
+#: TTFT targets offered, s: 1-2-5 steps per decade from 10 ms to 100 s.
+TTFT_TARGETS_S = [round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 2, 5)] + [100.0]
+#: Offered loads, requests/s: powers of √2 from 0.5 to 64 (a log scale, half an octave a step).
+RATES = [2 ** (k / 2) for k in range(-2, 13)]
 
 
 class LoadExplorer(Explorer):
     """Latency targets → the highest load of a precomputed ``sweep`` table that meets them.
 
-    ``table`` comes from ``llminfer.simulate.sweep`` with the percentiles offered here
+    ``table`` comes from ``llminfer.loadsweep.sweep`` with the percentiles offered here
     (50, 90, 99). Moving a slider re-reads the table; nothing is re-simulated. ``.result`` is
     a dict: ``best`` (load or None), ``knee``, ``row`` (the sweep row at ``best``).
 
@@ -34,11 +40,13 @@ class LoadExplorer(Explorer):
         self.kind = load_column(table)
         self.knee = knee(table)
         controls = {
-            "ttft_s": W.FloatLogSlider(
-                value=ttft_s, base=10, min=-2, max=2, step=0.05, description="TTFT target (s)"
-            ),
-            "tpot_ms": W.FloatSlider(
-                value=tpot_ms, min=5, max=300, step=5, description="TPOT target (ms)"
+            "ttft_s": choice_slider(ttft_s, TTFT_TARGETS_S, "TTFT target (s)"),
+            "tpot_ms": W.IntSlider(
+                value=whole(tpot_ms, "tpot_ms"),
+                min=5,
+                max=300,
+                step=5,
+                description="TPOT target (ms)",
             ),
             "percentile": W.Dropdown(
                 options=[50, 90, 99], value=percentile, description="percentile"
@@ -78,7 +86,7 @@ class LoadExplorer(Explorer):
 
 class BatchingExplorer(Explorer):
     """Offered load and batch limits → continuous versus static batching on the same
-    requests. ``.result`` is ``simulate.compare_engines``'s table (index: policy).
+    requests. ``.result`` is ``loadsweep.compare_engines``'s table (index: policy).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -95,9 +103,7 @@ class BatchingExplorer(Explorer):
     ) -> None:
         self.model, self.gpu, self.n_requests = get_model(model), get_gpu(gpu), n_requests
         controls = {
-            "rate": W.FloatLogSlider(
-                value=rate, base=2, min=-1, max=6, step=0.5, description="requests/s"
-            ),
+            "rate": choice_slider(rate, RATES, "requests/s", "{:.3g}"),
             "max_num_seqs": W.SelectionSlider(
                 options=[1, 2, 4, 8, 16, 32, 64, 128, 256],
                 value=max_num_seqs,

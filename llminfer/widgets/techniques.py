@@ -19,7 +19,7 @@ from llminfer.plots.techniques import (
 )
 from llminfer.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import format_duration
-from llminfer.widgets._explorer import Explorer
+from llminfer.widgets._explorer import Explorer, choice_slider, grid
 
 
 class QuantizationExplorer(Explorer):
@@ -115,9 +115,7 @@ class PrefixCacheExplorer(Explorer):
             "shared_prefix_tokens": W.IntSlider(
                 value=shared_prefix_tokens, min=0, max=32768, step=1, description="shared prefix"
             ),
-            "hit_rate": W.FloatSlider(
-                value=hit_rate, min=0, max=1, step=0.05, description="hit rate"
-            ),
+            "hit_rate": choice_slider(hit_rate, grid(0, 1, 20), "hit rate", "{:.2f}"),
         }
         self.model, self.gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
         super().__init__(controls)
@@ -151,11 +149,9 @@ class SpeculativeExplorer(Explorer):
 
     def __init__(self, alpha=0.8, cost_ratio=0.05) -> None:
         controls = {
-            "alpha": W.FloatSlider(
-                value=alpha, min=0, max=0.99, step=0.01, description="acceptance α"
-            ),
-            "cost_ratio": W.FloatSlider(
-                value=cost_ratio, min=0, max=1, step=0.01, description="draft cost ratio c"
+            "alpha": choice_slider(alpha, grid(0, 0.99, 99), "acceptance α", "{:.2f}"),
+            "cost_ratio": choice_slider(
+                cost_ratio, grid(0, 1, 100), "draft cost ratio c", "{:.2f}"
             ),
         }
         super().__init__(controls)
