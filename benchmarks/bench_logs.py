@@ -9,7 +9,15 @@ Also times pyarrow's bare parse of the same file. Targets (issue 16), as ratios 
 The baseline is the article's chapter-6 script (``csv.DictReader``, a dict per row, sorted-list
 percentiles), completed where the article breaks off; it is the same code in every run.
 
+With ``--diagnose`` it also runs the command line on the same file, each command in a fresh
+process as a user would (interpreter start and imports included): ``python -m llminfer metrics``
+and ``python -m llminfer diagnose``, with wall time and peak resident memory. Targets (issue 16)
+at 10,000,000 rows: ``metrics`` ≤ 5 s and ``diagnose`` ≤ 15 s, each within 4 GiB.
+``--log PATH`` uses an existing CSV in the article's columns instead of writing one (e.g. the
+10 M-row file of ``write_log`` with seed 0, which takes a minute to write).
+
 Usage: python benchmarks/bench_logs.py [--rows N] [--seed S] [--repeat R] [--skip-stdlib]
+       python benchmarks/bench_logs.py --rows 10000000 --skip-stdlib --diagnose [--log PATH]
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import argparse
 import csv
 import math
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -121,11 +130,63 @@ def best_of(repeat: int, run):
     return best, result
 
 
+#: Runs the command line in a child process and reports that process's own peak memory.
+_CHILD = (
+    "import resource, sys\n"
+    "from llminfer.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def run_cli(args: list[str]) -> tuple[float, float, int]:
+    """``python -m llminfer ARGS`` in a fresh process: (wall seconds, peak resident GiB of that
+    process, exit status). The report goes to /dev/null; an error line is printed."""
+    tick = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - tick
+    kib = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("maxrss")]
+    if not kib:
+        print(done.stderr, file=sys.stderr)
+        raise RuntimeError(f"python -m llminfer {' '.join(args)} died (exit {done.returncode})")
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+    return wall, kib[0] * scale / 2**30, done.returncode
+
+
+def time_commands(path: Path, repeat: int) -> None:
+    """``metrics`` and ``diagnose`` on ``path`` from the command line, best of ``repeat`` each,
+    in one run so that both meet the same machine load."""
+    for command in ("metrics", "diagnose"):
+        runs = [run_cli([command, str(path)]) for _ in range(repeat)]
+        wall = min(r[0] for r in runs)
+        peak = max(r[1] for r in runs)
+        print(
+            f"python -m llminfer {command}: {wall:.2f} s (best of {repeat}), peak resident "
+            f"{peak:.2f} GiB, exit {runs[0][2]}"
+        )
+    print("targets at 10,000,000 rows: metrics <= 5 s, diagnose <= 15 s, each <= 4 GiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-stdlib", action="store_true", help="time llminfer only")
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="also time `python -m llminfer metrics` and `diagnose` on it, each a fresh process",
+    )
+    parser.add_argument(
+        "--log", type=Path, help="an existing CSV in the article's columns instead of a new one"
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -135,11 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat={args.repeat} must be >= 1")
+    if args.log is not None and not args.log.is_file():
+        parser.error(f"--log {args.log}: no such file")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "requests.csv"
-        write_log(path, args.rows, args.seed)
-        size = path.stat().st_size / 1e6
-        print(f"log: {args.rows:,} requests, {size:.0f} MB CSV (seed {args.seed})")
+        if args.log is None:
+            path = Path(tmp) / "requests.csv"
+            write_log(path, args.rows, args.seed)
+            size = path.stat().st_size / 1e6
+            print(f"log: {args.rows:,} requests, {size:.0f} MB CSV (seed {args.seed})")
+        else:
+            path = args.log
+            print(f"log: {path} ({path.stat().st_size / 1e6:.0f} MB CSV)")
         # Warm up both approaches on a small file first, so neither timing pays one-off costs
         # (lazy imports, the CSV reader's thread pool).
         small = Path(tmp) / "warmup.csv"
@@ -156,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llminfer read_requests + summarize: {fast:.2f} s (best of {args.repeat})")
         print(f"peak resident memory: {peak_rss_gib():.2f} GiB (before reading {before:.2f} GiB)")
         print(f"llminfer / pyarrow parse: {fast / parse_s:.2f}x (target <= 3x)")
+        if args.diagnose:
+            time_commands(path, args.repeat)
         if args.skip_stdlib:
             return 0
         slow_s, slow = best_of(args.repeat, lambda: stdlib_summary(path))

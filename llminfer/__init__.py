@@ -13,6 +13,7 @@ from llminfer.flash import attention_hbm_bytes
 from llminfer.hardware import GPU, measure_machine
 from llminfer.importers import ToolSummary, read_summary
 from llminfer.latency import Estimate, estimate_latency, feasibility
+from llminfer.loadsweep import max_goodput, sweep
 from llminfer.logs import ARTICLE_COLUMNS, RequestLog, read_requests
 from llminfer.logsets import GroupedSummary
 from llminfer.logstream import summarize_stream
@@ -43,7 +44,7 @@ from llminfer.roofline import (
 
 # The simulate() function stays in llminfer.simulate: re-exporting it here would shadow the
 # submodule, so `from llminfer import simulate` always gives the module.
-from llminfer.simulate import EngineConfig, SimResult, Workload, max_goodput, sweep
+from llminfer.simulate import EngineConfig, SimResult, Workload
 from llminfer.sql import METRICS_SQL, run_metrics_sql
 from llminfer.steptime import DEFAULT_STEP_MODEL, StepModel
 from llminfer.units import bytes_per_element, format_bytes

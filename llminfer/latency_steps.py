@@ -41,7 +41,7 @@ def prefill_step(obs: Observations) -> Finding:
     common = {"samples": obs.n_ok, "min_requests": MIN_REQUESTS}
     evidence: dict[str, Any] = {
         "ttft_p90_s": obs.ttft_p90,
-        "input_tokens_p90": finite_percentile(obs.prompts, 90),
+        "input_tokens_p90": obs.percentile(obs.prompts, 90),
     }
     if obs.deployment_known:
         estimate = estimate_latency(
@@ -133,20 +133,20 @@ def decode_step(obs: Observations) -> Finding:
     target = obs.slo["tpot_s"]
     d, p, tpot = obs.decoding, obs.overlap, obs.tpot
     # Low load: the requests that decoded in the smallest batches and saw few prefills.
-    quiet = (d <= max(finite_percentile(d, 10), 1.0) * 1.01) & (p <= finite_percentile(p, 50))
+    quiet = (d <= max(obs.percentile(d, 10), 1.0) * 1.01) & (p <= obs.percentile(p, 50))
     if quiet.sum() < 5:
-        quiet = d <= finite_percentile(d, 10) * 1.01
+        quiet = d <= obs.percentile(d, 10) * 1.01
     evidence: dict[str, Any] = {
         "tpot_p90_s": obs.tpot_p90,
         "tpot_target_s": target,
-        "decoding_together_p50": finite_percentile(d, 50),
+        "decoding_together_p50": obs.percentile(d, 50),
         "low_load_tpot_s": finite_percentile(tpot[quiet], 50),
         "low_load_decoding": finite_percentile(d[quiet], 50),
     }
     if obs.stalls is not None:
         evidence.update(_stall_evidence(obs))
     if obs.deployment_known:
-        context = int(finite_percentile(obs.prompts, 50) + 1)
+        context = int(obs.percentile(obs.prompts, 50) + 1)
         outputs = max(2, int(finite_percentile(obs.good["output_tokens"].to_numpy(float), 50)))
         batch = max(1, round(evidence["low_load_decoding"]))
         floor = estimate_latency(
@@ -224,10 +224,10 @@ def decode_step(obs: Observations) -> Finding:
     # What sets the slow requests apart from the median request: a bigger batch, or more
     # prefill work during their decode? Load raises both for everyone; interference is prefill
     # work concentrated on the slow requests (they overlapped long prompts, others did not).
-    from_batch = b * max(finite_percentile(d[slow], 50) - finite_percentile(d, 50), 0.0)
-    from_prefill = c * max(finite_percentile(p[slow], 50) - finite_percentile(p, 50), 0.0)
+    from_batch = b * max(finite_percentile(d[slow], 50) - obs.percentile(d, 50), 0.0)
+    from_prefill = c * max(finite_percentile(p[slow], 50) - obs.percentile(p, 50), 0.0)
     concentrated = finite_percentile(p[slow], 50) >= PREFILL_CONCENTRATION * max(
-        finite_percentile(p, 50), 1.0
+        obs.percentile(p, 50), 1.0
     )
     evidence.update(
         {
@@ -245,7 +245,7 @@ def decode_step(obs: Observations) -> Finding:
             f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
             "because other requests' prefills run during the slow requests' decode: "
             f"{evidence['slow_prefill_overlap_tokens_per_s']:,.0f} prompt tokens/s against "
-            f"{finite_percentile(p, 50):,.0f} for the median request, adding ≈ "
+            f"{obs.percentile(p, 50):,.0f} for the median request, adding ≈ "
             f"{from_prefill * 1e3:.3g} ms per "
             f"token (a bigger batch ≈ {from_batch * 1e3:.3g} ms) — long prefills stall the "
             "decode steps they share",
@@ -262,7 +262,7 @@ def decode_step(obs: Observations) -> Finding:
         f"the slow requests decoded {evidence['slow_decoding_together_p50']:.0f} together "
         f"(the quietest {evidence['low_load_decoding']:.1f}{alone_note}) and every decode "
         "shares its steps with the prompts that keep arriving "
-        f"({finite_percentile(p, 50):,.0f} prompt tokens/s at the median)"
+        f"({obs.percentile(p, 50):,.0f} prompt tokens/s at the median)"
     )
     return Finding(
         "decode",

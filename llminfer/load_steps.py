@@ -45,7 +45,7 @@ def workload_step(obs: Observations) -> Finding:
         "requests": len(m),
         "succeeded": obs.n_ok,
         "offered_rps": (len(m) - 1) / span if span > 0 else float("inf"),
-        "input_tokens_p50": finite_percentile(obs.prompts, 50),
+        "input_tokens_p50": obs.percentile(obs.prompts, 50),
         "output_tokens_p50": finite_percentile(obs.good["output_tokens"].to_numpy(float), 50),
     }
     if obs.n_ok >= 3 and not obs.windows.empty:
@@ -266,7 +266,7 @@ def queueing_step(obs: Observations) -> Finding:
     slow = obs.ttft > target
     count, tokens = obs.ahead_count[slow], obs.ahead_tokens[slow]
     ahead_mean = float(tokens.sum() / count.sum()) if count.sum() > 0 else float("nan")
-    median = max(finite_percentile(obs.prompts, 50), 1.0)
+    median = max(obs.percentile(obs.prompts, 50), 1.0)
     spread = ahead_mean / median
     evidence.update(
         {

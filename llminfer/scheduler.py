@@ -1,18 +1,18 @@
-"""The scheduler and paged KV block manager behind ``llminfer.simulate`` (internal).
+"""The scheduler behind ``llminfer.simulate``: the event loop, one engine step at a time (internal).
 
-``Scheduler`` runs the event loop one engine step at a time; its per-request state lives in
-plain Python lists because the loop touches single elements, where lists beat numpy arrays.
-Decoding sequences grow by one KV token per decode step, so instead of touching every sequence
-each step the scheduler keeps a global decode counter and two heaps of future events (the step
-at which a sequence finishes, the step at which it needs its next block): a step costs
-O(events), not O(batch).
+``Scheduler`` admits waiting requests, builds each step's batch (vLLM V1's one token budget with
+chunked prefill, V0's prefill-or-decode steps, or static batches), preempts the most recently
+admitted request when the KV cache is full, and records every step and token. Its per-request
+state lives in plain Python lists because the loop touches single elements, where lists beat
+numpy arrays. Decoding sequences grow by one KV token per decode step, so instead of touching
+every sequence each step the scheduler keeps a global decode counter and two heaps of future
+events (the step at which a sequence finishes, the step at which it needs its next block): a
+step costs O(events), not O(batch).
 
-Stretches of identical steps skip the loop's per-step Python: with nothing waiting and nothing
-prefilling, every step until the next arrival or finish decodes the same sequences. A long
-stretch is timed in one vectorised ``StepTimer.decode_steps`` call (``_run_decode_stretch``);
-the few steps left before the event run in a tight loop of scalar step times
-(``_run_decode_singles``), bit-identical to the main loop. Step records keep one entry per step
-only for what changes from step to step; the rest is stored once per run of identical steps.
+Two concepts live beside it: the KV blocks (who holds how many, the prefix cache, LRU eviction)
+are a ``llminfer.kvblocks.BlockPool``; stretches of identical decode-only steps skip the loop's
+per-step Python in ``llminfer.decodestretch``. Step records keep one entry per step only for
+what changes from step to step; the rest is stored once per run of identical steps.
 
 Per-token times cost no per-token Python either: every decode step gives one token to every
 decoding sequence, so the scheduler records the end time of each decode step once
@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import OrderedDict, deque
+from collections import deque
 
 import numpy as np
 import pandas as pd
 
-#: Shortest stretch of identical decode steps worth one vectorised go (below it, the numpy
-#: call costs more than stepping).
-MIN_STRETCH = 16
+from llminfer.decodestretch import run_singles, run_stretch
+from llminfer.kvblocks import BlockPool
 
 
 class Scheduler:
@@ -45,11 +44,10 @@ class Scheduler:
     def __init__(self, table, workload, engine, capacity, step_time, attended_pairs):
         self.cfg = engine
         self.workload = workload
-        self.capacity = capacity
         self.step_time = step_time
         # Vectorised decode-only steps (a StepTimer has them; a plain function does not).
-        self._decode_steps = getattr(step_time, "decode_steps", None)
-        self._too_short: tuple | None = None  # (arrival, sequences, sum_base): no stretch fits
+        self.stretch_timer = getattr(step_time, "decode_steps", None)
+        self.stretch_too_short: tuple | None = None  # (arrival, sequences, sum_base): no fit
         self.attended = attended_pairs
         self.bs = engine.block_size
         n = len(table)
@@ -70,12 +68,9 @@ class Scheduler:
         self.gen = [0] * n  # tokens generated so far
         self.target = list(self.prompt)  # KV tokens to compute before the next token
         self.computed = [0] * n  # KV tokens present (including cached prefix)
-        self.blocks = [0] * n  # blocks held (shared prefix blocks included)
-        self.shared = [0] * n  # of which shared prefix blocks
-        self.ref = [-1] * n  # prefix group referenced, -1 = none
         self.epoch = [0] * n
         self.base = [0] * n  # decode: kv tokens = base + decode counter
-        self._finish_at = [0] * n  # decode counter value at which a decoding request ends
+        self.finish_at = [0] * n  # decode counter value at which a decoding request ends
         self.admitted_once = [False] * n
         # Per-token emission: a token time (float, from a finished prefill) or a decode counter
         # range (start, end) per stretch of decoding; decode_start = counter when decoding began.
@@ -105,12 +100,7 @@ class Scheduler:
         self.done = 0
         self.preemptions = 0
         # KV blocks: private to a request, shared by a referenced prefix, cached but idle.
-        self.private_blocks = 0
-        self.pinned_blocks = 0
-        self.idle: OrderedDict[int, int] = OrderedDict()  # group -> blocks, LRU first
-        self.idle_blocks = 0
-        self.group_blocks: dict[int, int] = {}  # group -> cached blocks
-        self.group_refs: dict[int, int] = {}
+        self.kv = BlockPool(capacity, n)
         # Step records: one entry per step for what changes from step to step (start, duration,
         # blocks in use); one entry per run of identical steps (a single step, or a decode
         # stretch: rec_repeat steps) for batch size, prefill tokens, decoding sequences, queue
@@ -125,32 +115,6 @@ class Scheduler:
         self.rec_waiting: list[int] = []
         self.rec_tokens: list[int] = []
 
-    # --- blocks ---------------------------------------------------------------------------
-
-    def _available(self) -> int:
-        return self.capacity - self.private_blocks - self.pinned_blocks - self.idle_blocks
-
-    def _reserve(self, n: int) -> bool:
-        """True when ``n`` free blocks exist, evicting idle cached prefixes (LRU) if needed."""
-        while self._available() < n and self.idle:
-            group, blocks = self.idle.popitem(last=False)
-            self.idle_blocks -= blocks
-            del self.group_blocks[group]
-        return self._available() >= n
-
-    def _release(self, i: int) -> None:
-        self.private_blocks -= self.blocks[i] - self.shared[i]
-        self.blocks[i] = self.shared[i] = 0
-        group = self.ref[i]
-        if group >= 0:
-            self.ref[i] = -1
-            self.group_refs[group] -= 1
-            if self.group_refs[group] == 0:
-                blocks = self.group_blocks[group]
-                self.pinned_blocks -= blocks
-                self.idle[group] = blocks
-                self.idle_blocks += blocks
-
     # --- admission --------------------------------------------------------------------------
 
     def _cache_lookup(self, i: int) -> int:
@@ -158,9 +122,9 @@ class Scheduler:
         if not self.cfg.prefix_caching:
             return 0
         group = self.group[i]
-        if group < 0 or group not in self.group_blocks:
+        if group < 0:
             return 0
-        return min(self.group_blocks[group], self.prefix_blocks[i])
+        return min(self.kv.cached(group), self.prefix_blocks[i])
 
     def _admit(self, i: int, new_tokens_cap: int | None, full_reserve: bool) -> int:
         """Try to admit waiting request i; returns its first chunk of tokens (0 = not admitted)."""
@@ -173,24 +137,8 @@ class Scheduler:
         # Static batching reserves the final length up front; paging only what is computed.
         need_tokens = self.prompt[i] + self.output[i] if full_reserve else cached + chunk
         need = math.ceil(need_tokens / self.bs) - hit
-        if hit:
-            group = self.group[i]
-            if self.group_refs.get(group, 0) == 0 and group in self.idle:
-                # Re-reference an idle cached prefix: it stops being evictable.
-                blocks = self.idle.pop(group)
-                self.idle_blocks -= blocks
-                self.pinned_blocks += blocks
-                self.group_refs[group] = 0
-            if not self._reserve(need):
-                self._unpin_if_unused(group)
-                return 0
-            self.group_refs[group] += 1
-            self.ref[i] = group
-        elif not self._reserve(need):
+        if not self.kv.allocate(i, need, self.group[i], hit):
             return 0
-        self.private_blocks += need
-        self.blocks[i] = need + hit
-        self.shared[i] = hit
         self.computed[i] = cached
         if not self.admitted_once[i]:
             self.admitted_once[i] = True
@@ -200,13 +148,6 @@ class Scheduler:
         self.prefilling.append(i)
         return chunk
 
-    def _unpin_if_unused(self, group: int) -> None:
-        if self.group_refs.get(group, 0) == 0 and group in self.group_blocks:
-            blocks = self.group_blocks[group]
-            self.pinned_blocks -= blocks
-            self.idle[group] = blocks
-            self.idle_blocks += blocks
-
     # --- preemption and completion ----------------------------------------------------------
 
     def _leave(self, i: int) -> None:
@@ -214,13 +155,13 @@ class Scheduler:
         if i in self.decoding:
             self.decoding.discard(i)
             self.sum_base -= self.base[i]
-            self.gen[i] = self.output[i] - (self._finish_at[i] - self.decode_counter)
+            self.gen[i] = self.output[i] - (self.finish_at[i] - self.decode_counter)
             if self.decode_counter > self.decode_start[i]:
                 self.emits[i].append((self.decode_start[i], self.decode_counter))
         else:
             self.prefilling.remove(i)
         self.epoch[i] += 1
-        self._release(i)
+        self.kv.release(i)
 
     def _preempt_latest(self) -> int:
         i = next(reversed(self.running))
@@ -271,172 +212,10 @@ class Scheduler:
                     continue
                 raise RuntimeError("scheduler is stuck: no request can be admitted")
 
-    def _run_decode_stretch(self) -> None:
-        """Run, vectorised, the decode-only steps before the next finish or arrival.
-
-        With nothing waiting and nothing prefilling, every step until a request finishes or a
-        new one arrives decodes the same sequences, each context one token longer. Their times
-        come from one ``decode_steps`` call; the KV blocks the sequences grow into are granted
-        in the same order the step-by-step loop would grant them, and the stretch stops before
-        any step that would need a preemption. Records and results are those of stepping one by
-        one (a test compares them); only the per-step Python is saved.
-        """
-        decode_steps = self._decode_steps
-        if decode_steps is None:  # a custom step-time function: step one by one
-            return
-        c = self.decode_counter
-        # A stale heap entry (a request that left) can only make the stretch shorter: safe.
-        steps = self.finish_heap[0][0] - 1 - c  # the step that finishes a request runs alone
-        if steps < MIN_STRETCH:
-            return
-        n = len(self.decoding)
-        arrivals = self.arrivals
-        if arrivals:  # steps only lengthen as contexts grow: bound by the first one's time
-            arrival = arrivals[0][0]
-            # Too close to this arrival for these sequences once: too close until it comes
-            # (the steps left before it only get fewer), so skip the probe.
-            key = (arrival, n, self.sum_base)
-            if key == self._too_short:
-                return
-            first = self.step_time(0, 0, n, self.sum_base + n * c)
-            steps = min(steps, math.ceil((arrival - self.t) / first))
-            if steps < MIN_STRETCH:
-                self._too_short = key
-                return
-        start = self.sum_base + n * c  # summed context of the first step, tokens
-        durations = decode_steps(n, np.arange(start, start + n * steps, n, dtype=float))
-        if not (durations > 0).all():  # also catches NaN
-            bad = durations[~(durations > 0)][0]
-            raise ValueError(
-                f"step_time returned {bad!r} s for a decode step of {n} sequences; "
-                "every step must last a finite time > 0 s"
-            )
-        starts = np.empty(steps)  # = t + [0, d0, d0 + d1, ...]
-        starts[0] = 0.0
-        np.cumsum(durations[:-1], out=starts[1:])
-        starts += self.t
-        if arrivals:  # a step may only start before the next arrival joins the queue
-            steps = int(starts.searchsorted(arrival, side="left"))
-            if steps < MIN_STRETCH:
-                self._too_short = key
-                return
-        # Blocks: before the step with counter d, sequences whose need_at <= d get one.
-        before = self.private_blocks + self.pinned_blocks + self.idle_blocks
-        change_at: list[int] = []  # step of the stretch (from 0) where blocks in use change
-        in_use_after: list[int] = []  # blocks in use from that step on
-        heap, end = self.block_heap, c + steps
-        epoch, blocks, base, finish_at, bs = (
-            self.epoch,
-            self.blocks,
-            self.base,
-            self._finish_at,
-            self.bs,
-        )
-        while heap and heap[0][0] < end:
-            need_at, ep, i = heap[0]
-            if ep != epoch[i]:
-                heapq.heappop(heap)
-                continue
-            in_use = self.private_blocks + self.pinned_blocks + self.idle_blocks
-            if in_use >= self.capacity and not self._reserve(1):  # evicts cached prefixes
-                steps = max(need_at - c, 0)  # the step-by-step loop preempts there
-                break
-            self.private_blocks += 1
-            blocks[i] += 1
-            following = blocks[i] * bs - base[i]  # as _push_block_event
-            if following < finish_at[i]:
-                heapq.heapreplace(heap, (following, ep, i))
-            else:
-                heapq.heappop(heap)
-            change_at.append(max(need_at - c, 0))
-            in_use_after.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
-        if steps == 0:
-            return
-        # Blocks in use at each step: the value after the last change at or before it.
-        rec_blocks, at_before, value = self.rec_blocks, 0, before
-        for at, after in zip(change_at, in_use_after, strict=True):
-            if at >= steps:  # sorted: a change at the step the stretch stops before
-                break
-            rec_blocks.extend([value] * (at - at_before))
-            at_before, value = at, after
-        rec_blocks.extend([value] * (steps - at_before))
-        ends = starts[:steps] + durations[:steps]
-        self.rec_time.extend(starts[:steps].tolist())
-        self.rec_dur.extend(durations[:steps].tolist())
-        self._record_run(steps, n, 0, n, 0, n)
-        self.decode_end.extend(ends.tolist())
-        self.t = float(ends[-1])
-        self.decode_counter += steps
-
-    def _run_decode_singles(self) -> None:
-        """Run decode-only steps one at a time, as the main loop would, until something
-        happens: an arrival is due, the next step would finish a request, or a sequence needs
-        a block that only a preemption could free.
-
-        These are the steps too few for a vectorised stretch (``MIN_STRETCH``) before a finish
-        or an arrival. Each is timed by the same scalar ``step_time`` call and added to the
-        clock one by one, so the results are those of the main loop to the last bit; only its
-        per-step bookkeeping (admission checks, batch building, a stretch attempt that could
-        not succeed: it found fewer than ``MIN_STRETCH`` steps before this same event) is saved.
-        """
-        if not self.decoding or self.waiting or self.prefilling:
-            return
-        arrivals, heap = self.arrivals, self.block_heap
-        next_arrival = arrivals[0][0] if arrivals else math.inf
-        d, t = self.decode_counter, self.t
-        last = self.finish_heap[0][0] - 1  # the step from here finishes a request: not here
-        if d >= last or next_arrival <= t:
-            return
-        n, sum_base, step_time = len(self.decoding), self.sum_base, self.step_time
-        epoch, blocks, base, finish_at, bs = (
-            self.epoch,
-            self.blocks,
-            self.base,
-            self._finish_at,
-            self.bs,
-        )
-        used = self.private_blocks + self.pinned_blocks + self.idle_blocks
-        rec_time, rec_dur, rec_blocks = self.rec_time, self.rec_dur, self.rec_blocks
-        decode_end, steps = self.decode_end, 0
-        while d < last and next_arrival > t:
-            # Blocks sequences grow into at this step (_grow_decode_blocks without preempting).
-            granted = True
-            while heap and heap[0][0] <= d:
-                _, ep, i = heap[0]
-                if ep != epoch[i]:
-                    heapq.heappop(heap)
-                    continue
-                if used >= self.capacity:
-                    if not self._reserve(1):  # the main loop preempts here
-                        granted = False
-                        break
-                    used = self.private_blocks + self.pinned_blocks + self.idle_blocks
-                self.private_blocks += 1
-                used += 1
-                blocks[i] += 1
-                following = blocks[i] * bs - base[i]  # as _push_block_event
-                if following < finish_at[i]:
-                    heapq.heapreplace(heap, (following, ep, i))
-                else:
-                    heapq.heappop(heap)
-            if not granted:
-                break
-            duration = step_time(0, 0, n, sum_base + n * d, 0)
-            if not 0 < duration < math.inf:  # also catches NaN
-                raise ValueError(
-                    f"step_time returned {duration!r} s for a step of 0 prefill tokens and "
-                    f"{n} decoding sequences; every step must last a finite time > 0 s"
-                )
-            rec_time.append(t)
-            rec_dur.append(duration)
-            rec_blocks.append(used)
-            t += duration
-            d += 1
-            decode_end.append(t)
-            steps += 1
-        if steps:
-            self.t, self.decode_counter = t, d
-            self._record_run(steps, n, 0, n, 0, n)
+    # The decode shortcuts (llminfer.decodestretch), as methods so that a test can switch
+    # them off and compare with the main loop alone.
+    _run_decode_stretch = run_stretch
+    _run_decode_singles = run_singles
 
     def _step_plain(self) -> bool:
         """vLLM V0 without chunked prefill: a prefill batch if any prompt can start, else decode."""
@@ -505,12 +284,11 @@ class Scheduler:
             if budget <= 0:
                 break
             chunk = min(self.target[i] - self.computed[i], budget)
-            need = math.ceil((self.computed[i] + chunk) / self.bs) - self.blocks[i]
+            need = math.ceil((self.computed[i] + chunk) / self.bs) - self.kv.blocks[i]
             if need > 0:
-                if not self._reserve(need):
+                if not self.kv.reserve(need):
                     continue
-                self.private_blocks += need
-                self.blocks[i] += need
+                self.kv.grant(i, need)
             batch.append((i, chunk))
             budget -= chunk
         # vLLM V1 admits no waiting request in a step that had to preempt a running one.
@@ -536,18 +314,17 @@ class Scheduler:
             _, epoch, i = heapq.heappop(heap)
             if epoch != self.epoch[i]:
                 continue
-            while not self._reserve(1):
+            while not self.kv.reserve(1):
                 if self._preempt_latest() == i:
                     break
             if epoch != self.epoch[i]:
                 continue
-            self.private_blocks += 1
-            self.blocks[i] += 1
+            self.kv.grant(i, 1)
             self._push_block_event(i)
 
     def _push_block_event(self, i: int) -> None:
-        need_at = self.blocks[i] * self.bs - self.base[i]
-        if need_at < self._finish_at[i]:
+        need_at = self.kv.blocks[i] * self.bs - self.base[i]
+        if need_at < self.finish_at[i]:
             heapq.heappush(self.block_heap, (need_at, self.epoch[i], i))
 
     def _run_step(self, batch: list[tuple[int, int]], decode: bool) -> None:
@@ -566,7 +343,7 @@ class Scheduler:
             )
         self.rec_time.append(self.t)
         self.rec_dur.append(duration)
-        self.rec_blocks.append(self.private_blocks + self.pinned_blocks + self.idle_blocks)
+        self.rec_blocks.append(self.kv.in_use())
         waiting = len(self.waiting)
         produced = n_decode
         self.t += duration
@@ -585,7 +362,7 @@ class Scheduler:
                 self.sum_base -= self.base[i]
                 del self.running[i]
                 self.epoch[i] += 1
-                self._release(i)
+                self.kv.release(i)
                 self._finish(i, t_end)
         for i, chunk in batch:
             self.computed[i] += chunk
@@ -601,19 +378,19 @@ class Scheduler:
             if self.gen[i] >= self.output[i]:
                 del self.running[i]
                 self.epoch[i] += 1
-                self._release(i)
+                self.kv.release(i)
                 self._finish(i, t_end)
                 continue
             self.decoding.add(i)
             self.decode_start[i] = self.decode_counter
             self.base[i] = self.target[i] - self.decode_counter
             self.sum_base += self.base[i]
-            self._finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
-            heapq.heappush(self.finish_heap, (self._finish_at[i], self.epoch[i], i))
+            self.finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
+            heapq.heappush(self.finish_heap, (self.finish_at[i], self.epoch[i], i))
             self._push_block_event(i)
-        self._record_run(1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced)
+        self.record_run(1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced)
 
-    def _record_run(self, steps, batch, prefill, decode, waiting, produced) -> None:
+    def record_run(self, steps, batch, prefill, decode, waiting, produced) -> None:
         """Record ``steps`` consecutive steps with the same batch size, prefill tokens,
         decoding sequences, queue length and tokens produced."""
         self.rec_repeat.append(steps)
@@ -625,18 +402,8 @@ class Scheduler:
 
     def _share_prefix(self, i: int) -> None:
         """After a miss computed its prompt, its full prefix blocks become the group's cache."""
-        group = self.group[i]
-        if not self.cfg.prefix_caching or group < 0 or self.shared[i]:
-            return
-        blocks = self.prefix_blocks[i]
-        if blocks == 0 or group in self.group_blocks:
-            return
-        self.group_blocks[group] = blocks
-        self.group_refs[group] = 1
-        self.private_blocks -= blocks
-        self.pinned_blocks += blocks
-        self.shared[i] = blocks
-        self.ref[i] = group
+        if self.cfg.prefix_caching:
+            self.kv.share_prefix(i, self.group[i], self.prefix_blocks[i])
 
     def token_times(self) -> list[np.ndarray]:
         """Per request, the absolute time (s) of each output token, first token first."""

@@ -12,6 +12,14 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs import RequestLog
+from llminfer.sorted_times import (
+    SortedTimes,
+    first_of_ties,
+    last_of_ties,
+    merge,
+    search,
+    tie_runs,
+)
 from llminfer.timeline import in_flight
 
 #: Fewer pairs than this and a correlation is not evidence of anything.
@@ -63,7 +71,9 @@ def in_flight_at_arrival(log: RequestLog | pd.DataFrame) -> np.ndarray:
     return np.where(index >= 0, counts[np.maximum(index, 0)], 0)
 
 
-def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
+def overlapping_prefill_tokens(
+    metrics: pd.DataFrame, times: SortedTimes | None = None
+) -> np.ndarray:
     """For each request, prompt tokens of *other* requests whose prefill ran while it was
     decoding, per second of its decode (tokens/s).
 
@@ -71,38 +81,63 @@ def overlapping_prefill_tokens(metrics: pd.DataFrame) -> np.ndarray:
     its tokens are counted where that span overlaps ``[first token, end]`` of the request,
     spread evenly over the span. Exact and O(n log n): the cumulative count of prefill tokens
     done by time t is piecewise linear, with a kink at every prefill's start and end.
+    ``times``: the rows' ``SortedTimes``, to reuse sorts already made (built when None).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    begin = metrics["start_ts"].to_numpy(float)
-    if "queue_s" in metrics:
-        begin = begin + metrics["queue_s"].to_numpy(float)
-    first = metrics["start_ts"].to_numpy(float) + metrics["ttft_s"].to_numpy(float)
-    end = metrics["end_ts"].to_numpy(float)
+    times = SortedTimes(metrics) if times is None else times
+    by = "start" if times.scheduled is None else "scheduled"
+    begin = times.start if times.scheduled is None else times.scheduled
+    first, end = times.first, times.end
     tokens = metrics["input_tokens"].to_numpy(float)
     ok = np.isfinite(begin) & np.isfinite(first) & np.isfinite(end)
     if not ok.any():
         return np.full(len(metrics), np.nan)
-    span = first[ok] - begin[ok]
+    # Kinks in log order would be [begin of each ok row, first token of each ok row], sorted
+    # stably; merging the two sorted runs gives that order without sorting them again.
+    begin_rows, first_rows = times.rows(by, ok), times.rows("first", ok)
+    span = first - begin
     instant = span <= 0  # a prefill of zero duration adds its tokens as a step
-    rate = np.where(instant, 0.0, tokens[ok] / np.where(instant, 1.0, span))
-    kinks = np.concatenate([begin[ok], first[ok]])
-    slope_change = np.concatenate([rate, -rate])
-    jump = np.concatenate([np.where(instant, tokens[ok], 0.0), np.zeros(ok.sum())])
-    order = np.argsort(kinks, kind="stable")
-    kinks, slope_change, jump = kinks[order], slope_change[order], jump[order]
-    slope = np.cumsum(slope_change)  # slope just after each kink
-    rise = np.concatenate([[0.0], slope[:-1] * np.diff(kinks)])
-    done = np.cumsum(rise) + np.cumsum(jump)  # tokens done at (just after) each kink
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(instant, 0.0, tokens / np.where(instant, 1.0, span))
+    kinks, order = merge(begin[begin_rows], first[first_rows])
+    slope = np.concatenate([rate[begin_rows], -rate[first_rows]])[order]
+    np.cumsum(slope, out=slope)  # slope just after each kink
+    # Tokens done at (just after) each kink: the area under the slope, plus the steps.
+    done = np.empty(kinks.size)
+    done[0] = 0.0
+    np.subtract(kinks[1:], kinks[:-1], out=done[1:])
+    done[1:] *= slope[:-1]
+    np.cumsum(done, out=done)  # the leading 0 is summed too, as np.cumsum(rise) did
+    if instant[begin_rows].any():  # (adding no steps, 0.0, would change nothing: done ≥ +0.0)
+        jump = np.zeros(kinks.size)
+        jump[: begin_rows.size] = np.where(instant[begin_rows], tokens[begin_rows], 0.0)
+        jump = jump[order]
+        done += np.cumsum(jump, out=jump)
+        del jump
+    del rate, instant, span
 
-    def done_by(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(kinks, t, side="right") - 1
+    def done_at(t: np.ndarray, i: np.ndarray) -> np.ndarray:
+        # i = the last kink at or before t (np.searchsorted(kinks, t, side="right") - 1);
+        # done[i] + slope[i] * (t - kinks[i]) where i ≥ 0, else 0, in one buffer.
         inside = i >= 0
-        j = np.where(inside, i, 0)
-        return np.where(inside, done[j] + slope[j] * (t - kinks[j]), 0.0)
+        np.maximum(i, 0, out=i)
+        value = kinks[i]
+        np.subtract(t, value, out=value)
+        np.multiply(slope[i], value, out=value)
+        np.add(done[i], value, out=value)
+        value[~inside] = 0.0
+        return value
 
     during = np.full(len(metrics), np.nan)
-    during[ok] = done_by(end[ok]) - done_by(first[ok])
+    # At each request's end (ascending, so the searches stay in cache) ...
+    end_rows = times.rows("end", ok)
+    t = end[end_rows]
+    during[end_rows] = done_at(t, np.searchsorted(kinks, t, side="right") - 1)
+    # ... less at its first token, itself a kink: the last kink tied with it, no search.
+    t = first[first_rows]
+    at_first = np.flatnonzero(order >= begin_rows.size)
+    during[first_rows] -= done_at(t, last_of_ties(kinks, at_first))
     decode_s = end - first
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(ok & (decode_s > 0), during / decode_s, np.nan)
@@ -137,29 +172,41 @@ def tokens_in_flight_peak(m: pd.DataFrame, ok: np.ndarray, samples: int = 200) -
     return peak
 
 
-def _step_integral(up: np.ndarray, down: np.ndarray):
+def _step_integral_at_events(times: SortedTimes, up: str, down: str):
     """A step function that rises by one at every ``up`` time and falls by one at every ``down``
-    time, as (times, level after each time, area under it up to each time); NaNs left out."""
-    keep = np.isfinite(up) & np.isfinite(down)
-    times = np.concatenate([up[keep], down[keep]])
-    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
-    order = np.lexsort((steps, times))  # at a tie, leave before entering
-    times, level = times[order], np.cumsum(steps[order])
-    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(times))]) if times.size else times
-    return times, level, area
-
-
-def _level_at(times: np.ndarray, level: np.ndarray, t: np.ndarray) -> np.ndarray:
-    i = np.searchsorted(times, t, side="right") - 1
-    return np.where(i >= 0, level[np.maximum(i, 0)] if level.size else 0, 0)
-
-
-def _area_to(times: np.ndarray, level: np.ndarray, area: np.ndarray, t: np.ndarray) -> np.ndarray:
-    if not times.size:
-        return np.zeros_like(t)
-    i = np.searchsorted(times, t, side="right") - 1
-    j = np.maximum(i, 0)
-    return np.where(i >= 0, area[j] + level[j] * (t - times[j]), 0.0)
+    time (rows where both are finite; at a tie, leaving before entering), and the area under it
+    up to each row's own ``up`` and ``down`` time (NaN for the other rows)."""
+    up_t, down_t = getattr(times, up), getattr(times, down)
+    keep = np.isfinite(up_t) & np.isfinite(down_t)
+    up_rows, down_rows = times.rows(up, keep), times.rows(down, keep)
+    # Events by time, downs before ups at a tie, each kind in row order among equal times:
+    # the merge of the two sorted kinds.
+    event_t, order = merge(down_t[down_rows], up_t[up_rows])
+    is_up = order >= down_rows.size
+    del order
+    level = np.where(is_up, 1.0, -1.0)
+    np.cumsum(level, out=level)
+    area = np.empty(event_t.size)
+    if event_t.size:
+        area[0] = 0.0
+        np.subtract(event_t[1:], event_t[:-1], out=area[1:])
+        area[1:] *= level[:-1]
+        np.cumsum(area[1:], out=area[1:])  # area[0] = 0 is prepended, not summed
+    # The area at each event's own time t: area[j] + level[j] * (t - t_j) with j the last event
+    # tied with it (np.searchsorted(event_t, t, side="right") - 1). For an event with no tie,
+    # j is itself and t - t_j = +0.0: work out the few tied ones, then the rest in place.
+    tied, _, j = tie_runs(event_t)
+    at_tied = area[j] + level[j] * (event_t[tied] - event_t[j])
+    del event_t
+    at_event = area
+    np.multiply(level, 0.0, out=level)
+    np.add(at_event, level, out=at_event)
+    at_event[tied] = at_tied
+    del level
+    at_up, at_down = np.full(len(times), np.nan), np.full(len(times), np.nan)
+    at_up[up_rows] = at_event[is_up]
+    at_down[down_rows] = at_event[~is_up]
+    return at_up, at_down
 
 
 def waiting_end(m: pd.DataFrame) -> np.ndarray:
@@ -177,66 +224,85 @@ def waiting_end(m: pd.DataFrame) -> np.ndarray:
     return start + m["ttft_s"].to_numpy(float)
 
 
-def decoding_together(m: pd.DataFrame) -> np.ndarray:
+def decoding_together(m: pd.DataFrame, times: SortedTimes | None = None) -> np.ndarray:
     """For each request, how many requests (itself included) were *decoding* — between their
     first token and their end — on average over its own decode span. The batch size its decode
     steps ran at; queued requests and requests still in prefill are not counted. NaN when the
-    request has no decode span (one output token, or no first token).
+    request has no decode span (one output token, or no first token). ``times``: the rows'
+    ``SortedTimes``, to reuse sorts already made (built when None).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    start = m["start_ts"].to_numpy(float)
-    first = start + m["ttft_s"].to_numpy(float)
-    end = m["end_ts"].to_numpy(float)
-    times, level, area = _step_integral(first, end)
-    span = end - first
+    times = SortedTimes(m) if times is None else times
+    span = times.end - times.first
     ok = np.isfinite(span) & (span > 0)
-    out = np.full(len(m), np.nan)
-    if ok.any():
-        out[ok] = (
-            _area_to(times, level, area, end[ok]) - _area_to(times, level, area, first[ok])
-        ) / span[ok]
+    if not ok.any():
+        return np.full(len(m), np.nan)
+    at_first, at_end = _step_integral_at_events(times, "first", "end")
+    out = np.subtract(at_end, at_first, out=at_end)
+    del at_first
+    np.divide(out, span, out=out, where=ok)
+    out[~ok] = np.nan
     return out
 
 
-def waiting_at(m: pd.DataFrame, t: np.ndarray) -> np.ndarray:
+def waiting_at(m: pd.DataFrame, t: np.ndarray, times: SortedTimes | None = None) -> np.ndarray:
     """How many requests were waiting (arrived, not yet scheduled — see ``waiting_end``) at each
-    instant ``t`` (seconds, the log's clock). Requests.
+    instant ``t`` (seconds, the log's clock). Requests. ``times``: the rows' ``SortedTimes``, to
+    reuse sorts already made.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
     start = m["start_ts"].to_numpy(float)
-    stop = waiting_end(m)
+    waited = waiting_end(m)
     # A request that never left the queue (failed before its first token) waits until its end.
-    stop = np.where(np.isfinite(stop), stop, m["end_ts"].to_numpy(float))
-    times, level, _ = _step_integral(start, stop)
-    return _level_at(times, level, np.asarray(t, float)).astype(float)
+    stop = np.where(np.isfinite(waited), waited, m["end_ts"].to_numpy(float))
+    keep = np.isfinite(start) & np.isfinite(stop)
+    t = np.asarray(t, float)
+    # Waiting at t: arrived at or before t, less stopped waiting at or before t.
+    arrived_sorted = np.sort(start[keep]) if times is None else start[times.rows("start", keep)]
+    if times is not None and times.scheduled is None and np.isfinite(waited[keep]).all():
+        stop_sorted = stop[times.rows("first", keep)]  # waiting ends at the first token
+    else:
+        stop_sorted = np.sort(stop[keep])
+    arrived = np.searchsorted(arrived_sorted, t, side="right")
+    left = np.searchsorted(stop_sorted, t, side="right")
+    return (arrived - left).astype(float)
 
 
-def work_ahead(m: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def work_ahead(m: pd.DataFrame, times: SortedTimes | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each request, the requests that arrived before it and had not yet produced their
     first token when it arrived (waiting or in prefill: work the server does first under FCFS),
-    as (count, their prompt tokens). O(n log n).
+    as (count, their prompt tokens). O(n log n). ``times``: the rows' ``SortedTimes``, to reuse
+    sorts already made (built when None).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    start = m["start_ts"].to_numpy(float)
-    first = start + m["ttft_s"].to_numpy(float)
-    first = np.where(np.isfinite(first), first, m["end_ts"].to_numpy(float))
+    times = SortedTimes(m) if times is None else times
+    start = times.start
+    missing = ~np.isfinite(times.first)
+    first = np.where(missing, times.end, times.first)
     prompt = m["input_tokens"].to_numpy(float)
     prompt = np.where(np.isfinite(prompt), prompt, 0.0)
     keep = np.isfinite(start) & np.isfinite(first)
-    order = np.argsort(start[keep], kind="stable")
-    s_sorted, p_sorted = start[keep][order], prompt[keep][order]
-    f_sorted = np.sort(first[keep])
+    start_rows = times.rows("start", keep)
+    if (missing & keep).any():  # some first tokens stand in for by ends: sort them afresh
+        first_rows = np.flatnonzero(keep)[np.argsort(first[keep], kind="stable")]
+    else:
+        first_rows = times.rows("first", keep)
     # Arrived strictly before t: searchsorted left; first token still to come at t: first > t.
-    n_before = np.searchsorted(s_sorted, start, side="left")
-    tokens_before = np.concatenate([[0.0], np.cumsum(p_sorted)])[n_before]
+    s_sorted = start[start_rows]
+    n_before = np.empty(start.size, dtype=np.intp)
+    # A request's own arrival is in s_sorted: the first of its ties there, no search; the rest
+    # (no first token, no end) are searched for.
+    n_before[start_rows] = first_of_ties(s_sorted, np.arange(start_rows.size))
+    other = np.flatnonzero(~keep)
+    n_before[other] = np.searchsorted(s_sorted, start[other], side="left")
+    tokens_before = np.concatenate([[0.0], np.cumsum(prompt[start_rows])])[n_before]
     # Of those, the ones whose first token came at or before t are done: subtract them. A request
     # has its first token after it starts, so "first ≤ t" implies "started before t".
-    first_order = np.argsort(first[keep], kind="stable")
-    done = np.searchsorted(f_sorted, start, side="right")
-    tokens_done = np.concatenate([[0.0], np.cumsum(prompt[keep][first_order])])[done]
+    done = search(first[first_rows], start, times.order("start"), "right")
+    tokens_done = np.concatenate([[0.0], np.cumsum(prompt[first_rows])])[done]
     count = np.maximum(n_before - done, 0)
     return count.astype(float), np.maximum(tokens_before - tokens_done, 0.0)
 
@@ -250,7 +316,13 @@ MIN_QUEUE_GROWTH = 3
 MAX_WINDOWS = 10
 
 
-def time_windows(m: pd.DataFrame, ok: np.ndarray, slo: dict[str, float]) -> pd.DataFrame:
+def time_windows(
+    m: pd.DataFrame,
+    ok: np.ndarray,
+    slo: dict[str, float],
+    decoding: np.ndarray | None = None,
+    times: SortedTimes | None = None,
+) -> pd.DataFrame:
     """The run cut into equal windows of arrival time (at least ``MIN_WINDOW_REQUESTS``
     arrivals each on average, at most ``MAX_WINDOWS``), one row per window:
 
@@ -261,7 +333,8 @@ def time_windows(m: pd.DataFrame, ok: np.ndarray, slo: dict[str, float]) -> pd.D
     ``scheduled_ts``), ``decoding_mean`` (mean of ``decoding_together``), and ``overloaded``:
     the queue grows by at least max(``MIN_QUEUE_GROWTH``, 2 % of arrivals) and ends with at
     least 2 × ``MIN_QUEUE_GROWTH`` − 1 waiting — arrivals above the service rate. Empty when
-    the run is too short.
+    the run is too short. ``decoding`` (``decoding_together(m)``) and ``times`` (the rows'
+    ``SortedTimes``) reuse what the caller already computed.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -274,30 +347,38 @@ def time_windows(m: pd.DataFrame, ok: np.ndarray, slo: dict[str, float]) -> pd.D
         return pd.DataFrame()
     edges = t0 + span * np.arange(k + 1) / k
     edges[-1] = np.nextafter(edges[-1], np.inf)
-    decoding = decoding_together(m)
-    waiting = waiting_at(m, edges)
+    if decoding is None:
+        decoding = decoding_together(m, times)
+    waiting = waiting_at(m, edges, times)
+    # The window of each arrival (k: none), and the rows grouped by it, in log order within one.
+    arrived_in = _window_of(start, edges)
+    by_window = np.argsort(arrived_in, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(arrived_in, minlength=k + 1))])
+    served_in = np.bincount(_window_of(end[ok], edges), minlength=k + 1)
+    ttft = m["ttft_s"].to_numpy(float)
+    tpot = m["tpot_s"].to_numpy(float)
+    queue = m["queue_s"].to_numpy(float) if "queue_s" in m else None
     rows = []
     for i in range(k):
         lo, hi = edges[i], edges[i + 1]
-        inside = (start >= lo) & (start < hi)
-        good = inside & ok
+        inside = by_window[bounds[i] : bounds[i + 1]]
+        good = inside[ok[inside]]
         width = hi - lo
-        served = int((ok & (end >= lo) & (end < hi)).sum())
         row = {
             "window": f"{i + 1}/{k}",
             "from_s": lo - t0,
             "to_s": min(hi, t0 + span) - t0,
-            "arrived": int(inside.sum()),
-            "arrival_rps": inside.sum() / width,
-            "served_rps": served / width,
+            "arrived": int(inside.size),
+            "arrival_rps": np.int64(inside.size) / width,
+            "served_rps": int(served_in[i]) / width,
             "waiting_start": float(waiting[i]),
             "waiting_end": float(waiting[i + 1]),
-            "ttft_p90_s": _p90(m["ttft_s"].to_numpy(float)[good]),
-            "tpot_p90_s": _p90(m["tpot_s"].to_numpy(float)[good]),
-            "decoding_mean": float(np.nanmean(decoding[good])) if good.any() else np.nan,
+            "ttft_p90_s": _p90(ttft[good]),
+            "tpot_p90_s": _p90(tpot[good]),
+            "decoding_mean": float(np.nanmean(decoding[good])) if good.size else np.nan,
         }
-        if "queue_s" in m:
-            row["queue_p90_s"] = _p90(m["queue_s"].to_numpy(float)[good])
+        if queue is not None:
+            row["queue_p90_s"] = _p90(queue[good])
         growth = row["waiting_end"] - row["waiting_start"]
         row["overloaded"] = bool(
             growth >= max(MIN_QUEUE_GROWTH, 0.02 * row["arrived"])
@@ -305,6 +386,14 @@ def time_windows(m: pd.DataFrame, ok: np.ndarray, slo: dict[str, float]) -> pd.D
         )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _window_of(t: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Which window [edges[i], edges[i + 1]) holds each instant; len(edges) − 1 for none."""
+    k = edges.size - 1
+    i = np.searchsorted(edges, t, side="right") - 1
+    i[(i < 0) | (i > k)] = k
+    return i.astype(np.int8 if k < 127 else np.int64)
 
 
 def _p90(values: np.ndarray) -> float:

@@ -142,20 +142,20 @@ def test_decode_throughput_at_8_streams_is_at_least_3x_one(server):
         # decode throughput: tokens after the first, over the span when decoding went on
         return tokens / (frame["end_ts"].max() - frame["first_token_ts"].min())
 
-    # Other work on a shared machine only ever slows a run down, so the best of N interleaved
-    # runs is each setting's least-disturbed figure: at least 3 rounds (1, 8, 1, 8, 1, 8), and
-    # up to 6 while the ratio of the bests is still under 3 (a busy 2-core CI machine can
-    # disturb every one of the first three runs of one setting).
-    runs = {1: [], 8: []}
-    for round_ in range(6):
+    # Interleaved rounds (1, 8, 1, 8, …): each round's ratio compares two runs made moments
+    # apart, so a disturbance on a shared machine hits one round, not the verdict. The median
+    # of the rounds' ratios must reach 3 — at least 3 rounds, up to 7 while it does not.
+    ratios, runs = [], {1: [], 8: []}
+    for round_ in range(7):
         for concurrency in runs:
             runs[concurrency].append(decode_tps(concurrency))
-        one, eight = max(runs[1]), max(runs[8])
-        if round_ >= 2 and eight >= 3 * one:
+        ratios.append(runs[8][-1] / runs[1][-1])
+        if round_ >= 2 and float(np.median(ratios)) >= 3:
             break
-    assert eight >= 3 * one, (
-        f"decode tokens/s, best of {len(runs[1])} interleaved: 1 stream {one:.0f}, "
-        f"8 streams {eight:.0f}, ratio {eight / one:.2f} < 3; all runs {runs}"
+    median = float(np.median(ratios))
+    assert median >= 3, (
+        f"decode tokens/s at 8 streams vs 1, median ratio of {len(ratios)} interleaved rounds "
+        f"{median:.2f} < 3; ratios {[round(r, 2) for r in ratios]}; runs {runs}"
     )
 
 

@@ -161,7 +161,7 @@ def sweep_server(
     **bench_kwargs,
 ) -> tuple[pd.DataFrame, dict]:
     """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
-    same workload otherwise — the measured twin of ``llminfer.simulate.sweep``.
+    same workload otherwise — the measured twin of ``llminfer.loadsweep.sweep``.
 
     ``requests_per_user`` (closed loop only): send at least that many requests per user at
     each concurrency, ``max(workload.n_requests, requests_per_user × C)``, so a high load is

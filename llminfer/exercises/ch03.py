@@ -6,10 +6,11 @@ from pathlib import Path
 import pandas as pd
 
 from llminfer.exercises import Exercise
+from llminfer.loadsweep import best_load, sweep
 from llminfer.logs import read_requests
 from llminfer.metrics import compare_definitions, summarize
 from llminfer.presets import get_gpu, get_model
-from llminfer.simulate import EngineConfig, best_load, simulate, sweep
+from llminfer.simulate import EngineConfig, simulate
 from llminfer.workload import LogNormal, Workload
 
 #: The engine notebook 03 simulates: vLLM V0's scheduler (no chunked prefill, no prefix

@@ -89,7 +89,8 @@ def _exposed_ms_512() -> float:
 
 @cache
 def _chunk_table():
-    from llminfer.simulate import V0_ENGINE, EngineConfig, Workload, compare_engines
+    from llminfer.loadsweep import compare_engines
+    from llminfer.simulate import V0_ENGINE, EngineConfig, Workload
     from llminfer.workload import LogNormal
 
     workload = Workload(

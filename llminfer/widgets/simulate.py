@@ -8,9 +8,10 @@ import html
 import ipywidgets as W
 import pandas as pd
 
+from llminfer.loadsweep import best_load, compare_engines, knee, load_column
 from llminfer.plots.simulate import policy_comparison, throughput_latency
 from llminfer.presets import get_gpu, get_model
-from llminfer.simulate import EngineConfig, best_load, compare_engines, knee, load_column
+from llminfer.simulate import EngineConfig
 from llminfer.widgets._explorer import Explorer, choice_slider, whole
 from llminfer.workload import LogNormal, Workload
 
@@ -23,7 +24,7 @@ RATES = [2 ** (k / 2) for k in range(-2, 13)]
 class LoadExplorer(Explorer):
     """Latency targets → the highest load of a precomputed ``sweep`` table that meets them.
 
-    ``table`` comes from ``llminfer.simulate.sweep`` with the percentiles offered here
+    ``table`` comes from ``llminfer.loadsweep.sweep`` with the percentiles offered here
     (50, 90, 99). Moving a slider re-reads the table; nothing is re-simulated. ``.result`` is
     a dict: ``best`` (load or None), ``knee``, ``row`` (the sweep row at ``best``).
 
@@ -85,7 +86,7 @@ class LoadExplorer(Explorer):
 
 class BatchingExplorer(Explorer):
     """Offered load and batch limits → continuous versus static batching on the same
-    requests. ``.result`` is ``simulate.compare_engines``'s table (index: policy).
+    requests. ``.result`` is ``loadsweep.compare_engines``'s table (index: policy).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
