@@ -14,11 +14,13 @@ through Playwright, runs all cells, then for every explorer (``.llminfer-explore
   click on a checkbox) and back gives a new picture or summary, and the kernel's values follow;
 * latency: milliseconds from the input to the new picture in the page (p50, p95).
 
-A notebook whose page or kernel hiccups is re-opened once. Everything is bounded (10 minutes by
-default); the JupyterLab server is stopped by its process id. The report goes to
-benchmarks/out/browser_report.json and .md. Exit 0 when all checks pass; the latency limit is
-enforced only when the machine was not oversubscribed (load average below the CPU count), since a
-shared machine's latency says more about its neighbours than about the explorers. Without
+A notebook whose page or kernel hiccups (or whose Run All starts no cell, even after a kernel
+restart) is re-opened once in a fresh page; each failed attempt leaves a screenshot and a log (the
+browser console, the server's sessions and log) in benchmarks/out/browser_failed_*. Everything is
+bounded (10 minutes by default); the JupyterLab server is stopped by its process id. The report
+goes to benchmarks/out/browser_report.json and .md. Exit 0 when all checks pass; the latency limit
+is enforced only when the machine was not oversubscribed (load average below the CPU count), since
+a shared machine's latency says more about its neighbours than about the explorers. Without
 Chromium or Playwright it prints why it skipped and exits 0.
 """
 
