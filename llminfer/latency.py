@@ -130,9 +130,9 @@ def feasibility(
     """Why ``batch`` requests of ``prompt_tokens`` + ``output_tokens`` could not run on
     ``n_gpus`` × ``gpu``, or "" when they could.
 
-    Two checks: prompt + output within ``model.max_context``, and ``plan_memory`` (weights,
+    ``plan_memory``'s two checks: prompt + output within ``model.max_context``, and weights,
     reserve and the KV cache of ``batch`` sequences of prompt + output tokens, at vLLM's
-    default ``gpu_memory_utilization=0.9``) fits. Llama-3.1-405B on one L4 fails the second:
+    default ``gpu_memory_utilization=0.9``, fit. Llama-3.1-405B on one L4 fails the second:
     its 810 GB of BF16 weights are 35 times the card's 22.5 GiB.
 
     Introduced in: notebooks/01_introduction.ipynb
@@ -140,12 +140,7 @@ def feasibility(
     total = check_int("prompt_tokens", prompt_tokens, 1) + check_int(
         "output_tokens", output_tokens, 1
     )
-    problems = []
-    if total > model.max_context:
-        problems.append(
-            f"prompt + output = {total:,} tokens exceed {model.name}'s context of "
-            f"{model.max_context:,} tokens"
-        )
+    # plan_memory checks both: the context (a server refuses a longer request) and the memory.
     plan = plan_memory(
         model,
         gpu,
@@ -155,9 +150,7 @@ def feasibility(
         context_tokens=total,
         concurrency=check_int("batch", batch, 1),
     )
-    if not plan.fits:
-        problems.append(plan.reason)
-    return "; ".join(problems)
+    return "" if plan.fits else plan.reason
 
 
 def estimate_latency(

@@ -133,11 +133,11 @@ def summarize_stream(
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     from llminfer.metrics import (
-        Summary,
         _check_percentiles,
         _check_slo,
         _good,
         _stat_key,
+        _summary_from_counts,
     )
 
     if engine not in ENGINES:
@@ -207,9 +207,6 @@ def summarize_stream(
 
     window = last_end - first_start if n_requests and np.isfinite(last_end) else float("nan")
 
-    def per_second(amount: float) -> float:
-        return amount / window if window > 0 else float("nan")
-
     stats = ["count", "mean", "min", "max", *[_stat_key(q) for q in percentiles]]
     rows = []
     for name in _METRICS:
@@ -232,17 +229,13 @@ def summarize_stream(
     table = pd.DataFrame(
         rows, index=pd.Index(list(_METRICS), name="metric"), columns=stats, dtype=float
     )
-    goodput = per_second(n_good) if slo is not None else float("nan")
-    return Summary(
+    return _summary_from_counts(
         n_requests=n_requests,
-        n_failed=n_requests - n_ok,
-        window_s=window,
-        rps=per_second(n_ok),
-        output_tps=per_second(output_tokens),
-        input_tps=per_second(input_tokens),
-        total_tps=per_second(output_tokens + input_tokens),
-        goodput_rps=goodput,
-        good_fraction=(n_good / n_requests if slo is not None and n_requests else float("nan")),
+        n_ok=n_ok,
+        n_good=n_good,
+        window=window,
+        output_tokens=output_tokens,
+        input_tokens=input_tokens,
         table=table,
         percentiles=percentiles,
         slo=slo,

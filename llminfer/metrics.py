@@ -355,6 +355,44 @@ class Summary:
         return str(self)
 
 
+def _summary_from_counts(
+    *,
+    n_requests: int,
+    n_ok: int,
+    n_good: int | None,
+    window: float,
+    output_tokens: float,
+    input_tokens: float,
+    table: pd.DataFrame,
+    percentiles: tuple[float, ...],
+    slo: dict[str, float] | None,
+    **extra,
+) -> Summary:
+    """A ``Summary`` from counts: the one place where rates (per second of ``window``; NaN
+    without a positive window) and goodput (``n_good`` / window; good fraction = ``n_good`` /
+    all requests) are defined, for the in-memory and the streaming paths alike."""
+
+    def per_second(amount: float) -> float:
+        return amount / window if window > 0 else float("nan")
+
+    nan = float("nan")
+    return Summary(
+        n_requests=n_requests,
+        n_failed=n_requests - n_ok,
+        window_s=window,
+        rps=per_second(n_ok),
+        output_tps=per_second(output_tokens),
+        input_tps=per_second(input_tokens),
+        total_tps=per_second(output_tokens + input_tokens),
+        goodput_rps=per_second(n_good) if slo is not None else nan,
+        good_fraction=(n_good / n_requests if slo is not None and n_requests else nan),
+        table=table,
+        percentiles=percentiles,
+        slo=slo,
+        **extra,
+    )
+
+
 def summarize(
     log: RequestLog | pd.DataFrame,
     percentiles: Sequence[float] = (50, 90, 95, 99),
@@ -399,17 +437,9 @@ def summarize(
     else:  # no start times and no duration from the tool: the window can't be told
         window = float("nan")
 
-    def per_second(amount: float) -> float:
-        return amount / window if window > 0 else float("nan")
-
     output_tokens = float(requests["output_tokens"].to_numpy()[ok].sum())
     input_tokens = float(requests["input_tokens"].to_numpy()[ok].sum())
-    if slo is not None:
-        good = int(_good(metrics, ok, slo).sum())
-        goodput = per_second(good)
-        good_fraction = good / n_requests if n_requests else float("nan")
-    else:
-        goodput = good_fraction = float("nan")
+    good = int(_good(metrics, ok, slo).sum()) if slo is not None else None
 
     names = list(LATENCY_METRICS) + [m for m in _OPTIONAL_METRICS if m in metrics]
     stats = ["count", "mean", "min", "max", *[_stat_key(q) for q in percentiles]]
@@ -435,16 +465,13 @@ def summarize(
             rows.append([0] + [np.nan] * (len(stats) - 1))
     table = pd.DataFrame(rows, index=pd.Index(names, name="metric"), columns=stats, dtype=float)
     itl = chunk_itl(log) if "token_ts" in requests.columns else {}
-    return Summary(
+    return _summary_from_counts(
         n_requests=n_requests,
-        n_failed=n_requests - n_ok,
-        window_s=window,
-        rps=per_second(n_ok),
-        output_tps=per_second(output_tokens),
-        input_tps=per_second(input_tokens),
-        total_tps=per_second(output_tokens + input_tokens),
-        goodput_rps=goodput,
-        good_fraction=good_fraction,
+        n_ok=n_ok,
+        n_good=good,
+        window=window,
+        output_tokens=output_tokens,
+        input_tokens=input_tokens,
         table=table,
         percentiles=percentiles,
         slo=slo,

@@ -44,7 +44,8 @@ def test_batch_512_at_1024_tokens_does_not_fit_an_h100():
 
 def test_context_longer_than_the_model_does_not_fit():
     reason = feasibility(get_model("falcon-7b"), H100, 131_000, 100)
-    assert reason.startswith("prompt + output = 131,100 tokens exceed Falcon-7B's context of 2,048")
+    assert "131,100 is beyond Falcon-7B's maximum context of 2,048 tokens" in reason
+    assert reason.count("maximum context") == 1  # said once (plan_memory's check), not twice
     assert feasibility(get_model("falcon-7b"), H100, 2000, 48) == ""
 
 
