@@ -75,6 +75,10 @@ REJECTED_COLUMNS = ("row", "column", "value", "reason")
 #: no model reads that many tokens), so larger counts are reported, not silently rounded.
 MAX_TOKENS = 2**53
 _SHOWN = 5  # rejected rows a message shows
+#: Rows per block where a whole-log pass (a check, a division) runs block by block: 8 MB
+#: float temporaries, below glibc's 32 MB mmap threshold, so each block reuses the memory the
+#: last one freed instead of faulting in fresh pages (~20–80 ms per 80 MB here).
+BLOCK_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -247,7 +251,8 @@ def read_requests(
         frame, assumptions = logfile.read_csv_file(path)
         where = LogSource("csv", str(path), tuple(assumptions))
         try:
-            return validate_requests(frame, where, on_error, time_unit)
+            # The frame was read here and is held by no one else: the log may keep its arrays.
+            return validate_requests(frame, where, on_error, time_unit, copy=False)
         except BadRowsError as error:
             # Name the file line of each row shown (blank lines and quoted line breaks count).
             error.lines = logfile.record_lines(path, error.rejected["row"].head(_SHOWN))

@@ -47,6 +47,15 @@ def test_na_null_and_none_are_ids_but_blank_is_missing(tmp_path):
     assert log.rejected.loc[0, "reason"] == "missing request_id"
 
 
+def test_a_blank_id_is_blank_as_python_says_for_arrow_and_object_text():
+    from llminfer.validation import _blank
+
+    cells = ["", " ", "\t\n", "\u3000", "\xa0", "\u2028", "a ", " a", "NA", "\x00"]
+    expected = [not c.strip() for c in cells]
+    for dtype in ("str", object):
+        assert _blank(pd.Series(cells, dtype=dtype)).tolist() == expected
+
+
 def test_a_blank_status_is_not_stated_whether_empty_or_spaces():
     log = read_requests(_frame(status=["", "  ", None], error=["", "", "timeout"]))
     assert list(log.requests["status"]) == ["ok", "ok", "failed"]

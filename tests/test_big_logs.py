@@ -220,8 +220,33 @@ def test_ids_unique_never_wrongly_true():
         read_requests(frame)
 
 
+def test_ids_unique_padded_slices_and_large_strings(monkeypatch):
+    import llminfer.uniqueness as uniqueness
+
+    monkeypatch.setattr(uniqueness, "_PAD_SLICE", 7)  # many slices, one cut mid-array
+    ids = [f"req-{i:05d}-replica" for i in range(100)]  # 19 bytes: three words each
+    assert arrow_ids_unique(pa.array(ids)) is True
+    assert arrow_ids_unique(pa.array(ids, type=pa.large_string())) is True
+    assert arrow_ids_unique(pa.array(ids).slice(3, 90)) is True
+    assert arrow_ids_unique(pa.array([*ids, ids[50]])) is None
+    short = [f"r{i}" for i in range(100)]  # up to 8 bytes: exact keys on the padded path
+    assert arrow_ids_unique(pa.array(short)) is True
+    assert arrow_ids_unique(pa.array([*short, "r99"])) is None
+    # A NUL or a non-ASCII byte takes the gather path; the answer does not change.
+    assert arrow_ids_unique(pa.array([*short, "r1\x00"])) is True
+    assert arrow_ids_unique(pa.array([*short, "r1é", "r1é"])) is None
+    # Chunked, as pyarrow's CSV reader gives them: a duplicate across chunks is still seen.
+    chunked = pa.chunked_array([ids[:40], [], ids[40:]])
+    assert arrow_ids_unique(chunked) is True
+    assert arrow_ids_unique(pa.chunked_array([ids[:40], ids[39:60]])) is None
+    assert arrow_ids_unique(pa.chunked_array([short[:50], [*short[50:], "é"]])) is True
+    assert arrow_ids_unique(pa.chunked_array([short[:50], [*short[49:], "é"]])) is None
+
+
 @given(
-    st.lists(st.text(max_size=20), min_size=2, max_size=60),
+    # Any text (the gather path), and ASCII-only lists full of near-duplicates (the padded path).
+    st.lists(st.text(max_size=20), min_size=2, max_size=60)
+    | st.lists(st.text(alphabet="ab", max_size=20), min_size=2, max_size=60),
     st.integers(min_value=0, max_value=3),
 )
 def test_ids_unique_proof_agrees_with_a_set(ids, cut):

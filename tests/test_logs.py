@@ -39,6 +39,21 @@ def test_a_dataframe_loads_and_keeps_extra_columns():
     assert log.source.format == "dataframe"
 
 
+def test_a_log_never_aliases_its_input_and_can_be_edited(tmp_path):
+    frame = ARTICLE.astype({"input_tokens": "int32"})
+    log = read_requests(frame)
+    assert log.requests["input_tokens"].dtype == np.int64
+    frame.loc[0, "start_ts"] = 99.0  # the caller's frame changes; the log does not
+    frame.loc[0, "output_tokens"] = 7
+    assert log.requests.loc[0, "start_ts"] == 0.0 and log.requests.loc[0, "output_tokens"] == 80
+    path = tmp_path / "requests.csv"
+    ARTICLE.to_csv(path, index=False)
+    from_file = read_requests(path)  # the reader's own frame: its arrays are kept, writable
+    from_file.requests.loc[0, "end_ts"] = 3.5
+    from_file.requests.loc[0, "output_tokens"] = 81
+    assert from_file.requests.loc[0, ["end_ts", "output_tokens"]].tolist() == [3.5, 81]
+
+
 def _bad(**changes):
     """The article's rows with row 1 (r2) changed."""
     frame = ARTICLE.astype(object).copy()
