@@ -172,17 +172,18 @@ _STR_DTYPE = pd.Series(["x"]).dtype
 
 
 def _text_column(column: pd.Series):
-    """``column.to_numpy()`` as a new frame would store it, without the round trip through one
-    Python string per row (3 s and 1.5 GiB for 10 M ids): a ``str`` column as it is, a
-    categorical of strings as its categories taken by code. Anything else goes the slow way."""
+    """A copy of ``column.to_numpy()`` as a new frame would store it, without the round trip
+    through one Python string per row (3 s and 1.5 GiB for 10 M ids): a ``str`` column as it is
+    (a new array over the same immutable Arrow buffers), a categorical of strings as its
+    categories taken by code. Anything else goes the slow way."""
     dtype = column.dtype
     if dtype == _STR_DTYPE and column.notna().any():
-        return column.array
+        return column.array.copy()
     if isinstance(dtype, pd.CategoricalDtype) and dtype.categories.dtype == _STR_DTYPE:
         codes = column.array.codes
         if (codes >= 0).any():
             return pd.array(dtype.categories, dtype=_STR_DTYPE).take(codes, allow_fill=True)
-    return column.to_numpy()
+    return column.to_numpy(copy=True)
 
 
 def request_metrics(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
@@ -196,14 +197,20 @@ def request_metrics(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     requests = _as_log(log).requests
+    metrics = _core_metrics(requests)
+    # The log's own columns are copied (the table must not share memory with the log); the
+    # metrics are fresh arrays, taken as they are (copy=False: ~0.9 s less on 10 M rows).
     out = pd.DataFrame(
         {
             "request_id": _text_column(requests["request_id"]),
             "status": _text_column(requests["status"]),
-            "input_tokens": requests["input_tokens"].to_numpy(),
-            "output_tokens": requests["output_tokens"].to_numpy(),
-            **_core_metrics(requests),
-        }
+            "input_tokens": requests["input_tokens"].to_numpy(copy=True),
+            "output_tokens": requests["output_tokens"].to_numpy(copy=True),
+            "start_ts": metrics.pop("start_ts").copy(),
+            "end_ts": metrics.pop("end_ts").copy(),
+            **metrics,
+        },
+        copy=False,
     )
     if "scheduled_ts" in requests.columns:
         scheduled = requests["scheduled_ts"].to_numpy(dtype=float)

@@ -29,6 +29,20 @@ def test_article_per_request_metrics(article):
     np.testing.assert_allclose(m["e2e_s"], [3.10, 4.21, 2.52])
 
 
+def test_request_metrics_is_a_table_of_its_own(article):
+    table = request_metrics(article)
+    table.loc[0, ["request_id", "status"]] = ["zz", "failed"]
+    table.loc[0, ["start_ts", "ttft_s", "input_tokens"]] = [9.0, 1.0, 1]
+    again = request_metrics(article)  # the log is untouched
+    assert again.loc[0, ["request_id", "status", "start_ts", "input_tokens"]].tolist() == [
+        "r1",
+        "ok",
+        0.0,
+        1024,
+    ]
+    assert again.loc[0, "ttft_s"] == pytest.approx(0.42)
+
+
 def test_article_window_percentiles_and_tps(article):
     s = summarize(article).to_dict()
     assert s["ttft_s_p95"] == pytest.approx(0.552)  # 0.48 + 0.9 × (0.56 − 0.48)
