@@ -162,7 +162,7 @@ def diagnose(
     if len(log.requests) == 0:
         raise ValueError("log holds no requests")
 
-    m = request_metrics(log)
+    m = request_metrics(log, copy=False)  # read only here: shares the log's columns
     ok = (m["status"] == "ok").to_numpy() & np.isfinite(m["ttft_s"].to_numpy(float))
     obs = Observations(
         log, m, ok, targets, model, gpu, engine, int(n_gpus), int(replicas), weight_dtype,

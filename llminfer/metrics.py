@@ -186,28 +186,31 @@ def _text_column(column: pd.Series):
     return column.to_numpy(copy=True)
 
 
-def request_metrics(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
+def request_metrics(log: RequestLog | pd.DataFrame, copy: bool = True) -> pd.DataFrame:
     """Per-request metrics, one row per request in the log (failed ones included), seconds.
 
     Columns: ``request_id, status, input_tokens, output_tokens, start_ts, end_ts, ttft_s,
     tpot_s, e2e_s, decode_s``; ``queue_s, prefill_s`` when ``scheduled_ts`` exists;
     ``n_chunks, itl_mean_s, itl_max_s`` (gaps between streamed chunks) when ``token_ts`` exists.
     ``tpot_s`` is NaN when output_tokens ≤ 1. Failed requests keep whatever timestamps they have.
+    ``copy=False`` lets the table share the log's own columns (ids, tokens, start and end) for
+    read-only use: 4 fewer copies (320 MB at 10 M rows), as ``diagnose`` does.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     requests = _as_log(log).requests
     metrics = _core_metrics(requests)
-    # The log's own columns are copied (the table must not share memory with the log); the
-    # metrics are fresh arrays, taken as they are (copy=False: ~0.9 s less on 10 M rows).
+    # The log's own columns are copied unless asked not to (a table that may be edited must
+    # not share memory with the log); the metrics are fresh arrays, taken as they are
+    # (copy=False: ~0.9 s less on 10 M rows).
     out = pd.DataFrame(
         {
             "request_id": _text_column(requests["request_id"]),
             "status": _text_column(requests["status"]),
-            "input_tokens": requests["input_tokens"].to_numpy(copy=True),
-            "output_tokens": requests["output_tokens"].to_numpy(copy=True),
-            "start_ts": metrics.pop("start_ts").copy(),
-            "end_ts": metrics.pop("end_ts").copy(),
+            "input_tokens": requests["input_tokens"].to_numpy(copy=copy),
+            "output_tokens": requests["output_tokens"].to_numpy(copy=copy),
+            "start_ts": metrics.pop("start_ts").copy() if copy else metrics.pop("start_ts"),
+            "end_ts": metrics.pop("end_ts").copy() if copy else metrics.pop("end_ts"),
             **metrics,
         },
         copy=False,

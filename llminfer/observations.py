@@ -97,22 +97,21 @@ class Observations:
         # Every signal below counts events before an instant: sort each kind of event time
         # once and share the sorts (a log of 10 M requests spends its time in them).
         # numpy releases the GIL in its sorts, searches and array arithmetic, so the signals run
-        # on two threads (10 M requests: ~11 s → ~7 s on two cores). The sorts they share are
-        # made first, so no two threads make the same one; results do not depend on threads.
+        # on two threads (10 M requests: ~11 s → ~7 s on two cores): the prefill overlap (the
+        # one needing most memory) on one, the others one after another on the second, so at
+        # most two signals' temporaries are alive at once. The sorts they share are made
+        # first, so no two threads make the same one; results do not depend on threads.
         times = SortedTimes(m)
         names = ["start", "first", "end"] + (["scheduled"] if times.scheduled is not None else [])
         good_times = times.subset(ok)
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
             list(pool.map(times.order, names))
             list(pool.map(good_times.order, names))
-            decoding_job = pool.submit(decoding_together, m, times)
             overlap_job = pool.submit(overlapping_prefill_tokens, self.good, good_times)
-            ahead_job = pool.submit(work_ahead, m, times)
-            decoding = decoding_job.result()
-            windows_job = pool.submit(time_windows, m, ok, self.slo, decoding, times)
+            decoding = decoding_together(m, times)
+            self.windows = time_windows(m, ok, self.slo, decoding=decoding, times=times)
+            ahead_count, ahead_tokens = work_ahead(m, times)
             self.overlap = overlap_job.result()
-            ahead_count, ahead_tokens = ahead_job.result()
-            self.windows = windows_job.result()
         self.decoding = decoding[ok]
         del times, good_times, decoding
         self.ahead_count, self.ahead_tokens = ahead_count[ok], ahead_tokens[ok]
