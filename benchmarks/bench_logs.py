@@ -130,12 +130,21 @@ def best_of(repeat: int, run):
     return best, result
 
 
-#: Runs the command line in a child process and reports that process's own peak memory.
+#: Runs the command line in a child process and reports that process's own peak memory:
+#: VmHWM where /proc has it (ru_maxrss keeps the parent's peak across fork and exec on Linux,
+#: so a child started by a benchmark holding 2 GiB would report at least 2 GiB), else
+#: ru_maxrss. Both in KiB on Linux.
 _CHILD = (
     "import resource, sys\n"
     "from llminfer.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "try:\n"
+    "    with open('/proc/self/status') as status:\n"
+    "        kib = next(int(l.split()[1]) for l in status if l.startswith('VmHWM:'))\n"
+    "except (OSError, StopIteration):\n"
+    "    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "    kib = kib // 1024 if sys.platform == 'darwin' else kib\n"
+    "print('maxrss', kib, file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 
@@ -156,8 +165,7 @@ def run_cli(args: list[str]) -> tuple[float, float, int]:
     if not kib:
         print(done.stderr, file=sys.stderr)
         raise RuntimeError(f"python -m llminfer {' '.join(args)} died (exit {done.returncode})")
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
-    return wall, kib[0] * scale / 2**30, done.returncode
+    return wall, kib[0] / 2**20, done.returncode
 
 
 def time_commands(path: Path, repeat: int) -> None:
