@@ -25,11 +25,11 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	LLMINFER_PREFETCH=0 $(BIN)/python -m pytest
 
 # Re-execute every notebook in place, deterministically, with volatile metadata stripped.
 notebooks: $(STAMP)
-	$(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
+	LLMINFER_PREFETCH=0 $(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
 
 # Every notebook in a real browser: JupyterLab on 127.0.0.1 and headless Chromium (Playwright)
 # run all cells and move every control of every explorer; report in benchmarks/out/. Skipped,

@@ -24,6 +24,10 @@ Two rules keep the explorers right and quick in a real browser:
   drag); a picture already made for the same values comes from a small cache; the layout that
   constrained layout computed for the first picture is reused for later pictures of the same
   shape (that pass is half the cost of a picture), and the PNG is compressed lightly.
+* **The next picture is often ready.** In a Jupyter kernel a worker process draws the
+  pictures one step away from the current values while the learner looks
+  (``llminfer.widgets._prefetch``); a move to one of them shows it before the result is even
+  recomputed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import inspect
 import json
 import math
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,6 +51,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from traitlets import TraitError
 
 from llminfer.plots._figure import NotebookFigure, drawing_into, figure_png
+from llminfer.widgets import _prefetch
 
 #: Controls whose value travels between browser and kernel as a float: refused (see above).
 FLOAT_CONTROLS = (W.FloatSlider, W.FloatLogSlider, W.FloatText, W.BoundedFloatText)
@@ -146,6 +152,12 @@ class Explorer(ABC):
         self.last_update_s: float = 0.0
         self._pictures: OrderedDict[tuple, bytes] = OrderedDict()
         self._layouts: dict[tuple, list] = {}
+        # Made ahead by the worker (llminfer.widgets._prefetch), by control values; set up by
+        # _named_arguments once the explorer exists, with the arguments it was made from.
+        self._ahead: dict[tuple, Any] = {}
+        self._arguments: dict[str, Any] | None = None
+        self._token = uuid.uuid4().hex
+        self._quiet = False
         # One figure, drawn into again for every picture, on an Agg canvas of its own so the
         # renderer (and matplotlib's text measurements cached per renderer) is reused.
         self._canvas_figure = NotebookFigure()
@@ -226,6 +238,9 @@ class Explorer(ABC):
         """Recompute the result from the controls and refresh summary and picture."""
         start = time.perf_counter()
         values = self.values()
+        ready = self._ready_picture(self._key(values))
+        if ready is not None:
+            self._image.value = ready  # made ahead: shown before the result is recomputed
         self._computed.value = html.escape(json.dumps(values, default=str))
         try:
             self.result = self.compute(**values)
@@ -237,7 +252,8 @@ class Explorer(ABC):
             self._summary.value = f"<p style='color:#b00020'>⚠ {html.escape(self.error)}</p>"
             self.last_update_s = time.perf_counter() - start
             return
-        self._image.value = self._picture(values)  # first: it is what the eye waits for
+        if ready is None:
+            self._image.value = self._picture(values)  # first: it is what the eye waits for
         self.warning = self.feasibility_warning(self.result)
         banner = (
             f"<p style='color:#b00020'><b>⚠ Not feasible:</b> {html.escape(self.warning)}</p>"
@@ -246,6 +262,7 @@ class Explorer(ABC):
         )
         self._summary.value = banner + self.describe(self.result)
         self.last_update_s = time.perf_counter() - start
+        self._make_ahead()
 
     @property
     def figure(self) -> Figure | None:
@@ -282,10 +299,7 @@ class Explorer(ABC):
         figure = self._draw()
         self._figure_key = key
         png = b"" if figure is None else self._png(figure)
-        if key is not None:
-            self._pictures[key] = png
-            while len(self._pictures) > PICTURE_CACHE_SIZE:
-                self._pictures.popitem(last=False)
+        self._remember(key, png)
         return png
 
     def _png(self, figure: Figure) -> bytes:
@@ -293,7 +307,10 @@ class Explorer(ABC):
         key = _layout_key(figure)
         positions = self._layouts.get(key)
         if positions is not None and figure.get_layout_engine() is not None:
-            figure.set_layout_engine("none")
+            # No layout engine at all (None, not "none": matplotlib's "none" leaves a
+            # placeholder engine, and savefig draws the whole figure once more, without
+            # rendering, for any engine: twice the work of a picture).
+            figure.set_layout_engine(None)
             for ax, position in zip(figure.axes, positions, strict=True):
                 ax.set_position(position, which="both")
         elif positions is None and isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine):
@@ -306,7 +323,62 @@ class Explorer(ABC):
         return png
 
     def _on_change(self, _change: dict) -> None:
-        self.update()
+        if not self._quiet:
+            self.update()
+
+    def _set_quietly(self, values: dict[str, Any]) -> None:
+        """Set controls without an update per control (the caller updates once)."""
+        self._quiet = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._quiet = False
+
+    def _remember(self, key: tuple | None, png: bytes) -> None:
+        if key is None:
+            return
+        self._pictures[key] = png
+        self._pictures.move_to_end(key)
+        while len(self._pictures) > PICTURE_CACHE_SIZE:
+            self._pictures.popitem(last=False)
+
+    def _ready_picture(self, key: tuple | None) -> bytes | None:
+        """The picture for ``key`` if it is made or being made ahead (then waited for: it is
+        further along than a new drawing would be); None to draw it here."""
+        if key is None:
+            return None
+        if key in self._pictures:
+            self._pictures.move_to_end(key)
+            return self._pictures[key]
+        job = self._ahead.pop(key, None)  # asked of the worker: drawing now, or drawn
+        if job is None or (not job.running() and job.cancel()):
+            return None  # not asked yet (still waiting its turn): drawn here
+        try:
+            png = job.result(timeout=_prefetch.WAIT_S)
+        except Exception:  # the worker failed or is slow: draw here
+            return None
+        if not png:
+            return None
+        self._remember(key, png)
+        return png
+
+    def _make_ahead(self, first: bool = True) -> None:
+        """Ask the worker for the pictures one step away from the current values (``first``:
+        ahead of other explorers' wishes, as after a move)."""
+        if self._arguments is None or self.error is not None or not _prefetch.enabled():
+            return
+        for key, job in list(self._ahead.items()):  # collect what is done
+            if job.done():
+                del self._ahead[key]
+                if not job.cancelled() and job.exception() is None and job.result():
+                    self._remember(key, job.result())
+        wanted = {}
+        for values in _prefetch.neighbours(self.controls):
+            key = self._key(values)
+            if key is not None and key not in self._pictures and key not in self._ahead:
+                wanted[key] = values
+        _prefetch.ask(self, wanted, first=first)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         # The widget view, with a plain-text stand-in that says what this is (where no widget
@@ -362,6 +434,9 @@ def _named_arguments(init):
             unset = value is None and bool(getattr(control, "options", None))
             if unset or _differs(control.value, value):
                 raise ValueError(f"{name}({key}={value!r}): {key} must be {_allowed(control)}")
+        if type(self).__init__ is wrapper:  # the explorer's own class, not a base class's init
+            self._arguments = given
+            self._make_ahead(first=False)
 
     return wrapper
 

@@ -1,0 +1,197 @@
+"""Pictures made ahead, in a second process, for the values a learner is likely to pick next.
+
+matplotlib needs 20–150 ms on this project's 2-core machine just to render an explorer's
+figure once more with nothing changed (``benchmarks/bench_widgets.py``, "floor"), and a
+learner's move also pays for new artists, a PNG and the trip to the browser: a new picture
+took 100–600 ms, against a budget of 150 ms. Drawing cannot get cheap enough in the kernel,
+but it can happen *before* the move. While the learner reads a picture, one worker process
+(the second core) draws the pictures one step away from the current values — each control
+one step up and down, the next and previous option, a checkbox flipped — and the kernel keeps
+them in the explorer's picture cache. A move to one of them shows its picture at once; any
+other move is drawn in the kernel as before.
+
+The worker builds its own copy of the explorer from the arguments the explorer was made
+with, so its pictures are made by the same code from the same values. It is started once per
+kernel, on the first explorer, and only inside a Jupyter kernel (not in scripts or tests);
+``LLMINFER_PREFETCH=0`` turns it off (``make test`` and ``make notebooks`` do). It exits with
+the kernel.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+import ipywidgets as W
+
+#: Explorers a worker keeps built (one per explorer the kernel made, most recent kept).
+WORKER_EXPLORERS = 16
+#: Seconds between the worker's checks that the kernel that started it is still alive.
+PARENT_POLL_S = 1.0
+#: Longest wait for a picture the worker is drawing when the learner asks for it.
+WAIT_S = 2.0
+
+_executor: ProcessPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    """Whether pictures are made ahead: inside a Jupyter kernel, unless LLMINFER_PREFETCH=0."""
+    if os.environ.get("LLMINFER_PREFETCH", "1").strip() == "0":
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def executor() -> ProcessPoolExecutor:
+    """The one worker process of this kernel, started on first use."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ProcessPoolExecutor(
+                max_workers=1,
+                # spawn: the kernel runs threads (ZeroMQ), which a fork would copy mid-state.
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
+            )
+        return _executor
+
+
+def neighbours(controls: dict[str, W.ValueWidget]) -> list[dict[str, Any]]:
+    """The control values one step away from the current ones: each control moved by one
+    step each way (an integer slider by its step within its range, a list of options to the
+    next and previous option, a checkbox flipped), the others unchanged."""
+    current = {name: control.value for name, control in controls.items()}
+    out = []
+    for name, control in controls.items():
+        for value in _steps(control):
+            out.append({**current, name: value})
+    return out
+
+
+def _steps(control: W.ValueWidget) -> list[Any]:
+    if isinstance(control, W.Checkbox):
+        return [not control.value]
+    options = getattr(control, "options", None)
+    if options:
+        values = [o[1] if isinstance(o, tuple) and len(o) == 2 else o for o in options]
+        try:
+            i = values.index(control.value)
+        except ValueError:
+            return []
+        return [values[j] for j in (i + 1, i - 1) if 0 <= j < len(values)]
+    if isinstance(control, W.IntSlider | W.BoundedIntText):
+        step = control.step or 1
+        return [
+            v
+            for v in (control.value + step, control.value - step)
+            if control.min <= v <= control.max
+        ]
+    return []
+
+
+# --- in the worker process ------------------------------------------------------------------
+
+_explorers: OrderedDict[str, Any] = OrderedDict()
+
+
+def _start_worker(parent_pid: int) -> None:
+    os.environ["LLMINFER_PREFETCH"] = "0"  # the worker's own explorers make nothing ahead
+
+    def watch() -> None:  # a killed kernel leaves no worker behind
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def render(
+    token: str, cls_module: str, cls_name: str, arguments: dict, values: dict
+) -> bytes | None:
+    """In the worker: the PNG the explorer shows for ``values`` (None when it shows an error)."""
+    explorer = _explorers.get(token)
+    if explorer is None:
+        import importlib
+
+        cls = getattr(importlib.import_module(cls_module), cls_name)
+        explorer = cls(**arguments)
+        _explorers[token] = explorer
+        while len(_explorers) > WORKER_EXPLORERS:
+            _explorers.popitem(last=False)
+    _explorers.move_to_end(token)
+    explorer._set_quietly(values)
+    explorer.update()
+    # bytes(): a widget's value may be held as a memoryview, which does not pickle.
+    return None if explorer.error is not None else bytes(explorer._image.value)
+
+
+def submit(token: str, explorer: Any, arguments: dict, values: dict) -> Future | None:
+    """Ask the worker for the picture of ``values``; None when it cannot be asked."""
+    cls = type(explorer)
+    try:
+        return executor().submit(render, token, cls.__module__, cls.__qualname__, arguments, values)
+    except Exception:  # no worker (a broken pool, arguments that cannot be pickled): draw here
+        return None
+
+
+# --- which picture next: newest wishes first ------------------------------------------------
+
+#: Pictures waiting to be asked for, across the kernel's explorers (the oldest are dropped).
+MAX_WAITING = 64
+_waiting: list[tuple[weakref.ref, tuple, dict]] = []
+_in_flight: Future | None = None
+_queue_lock = threading.Lock()
+
+
+def ask(explorer: Any, wanted: dict[tuple, dict], first: bool = True) -> None:
+    """Queue the pictures ``wanted`` (key → control values) of ``explorer``: ``first`` after
+    a learner's move (the values just reached are the likeliest next, ahead of every older
+    wish), last for a new explorer (explorers are met in the order a notebook makes them).
+    The worker gets one picture at a time, so a new wish never waits behind a backlog."""
+    with _queue_lock:
+        _waiting[:] = [w for w in _waiting if not (w[0]() is explorer and w[1] in wanted)]
+        wishes = [(weakref.ref(explorer), key, values) for key, values in wanted.items()]
+        if first:
+            _waiting[:0] = wishes
+        else:
+            _waiting.extend(wishes)
+        del _waiting[MAX_WAITING:]
+    _next()
+
+
+def _next(_finished: Future | None = None) -> None:
+    """Send the first waiting picture to the worker when it is free."""
+    global _in_flight
+    with _queue_lock:
+        if _finished is not None and _in_flight is _finished:
+            _in_flight = None
+        if _in_flight is not None:
+            return
+        while _waiting:
+            ref, key, values = _waiting.pop(0)
+            explorer = ref()
+            if explorer is None or key in explorer._ahead or key in explorer._pictures:
+                continue
+            job = submit(explorer._token, explorer, explorer._arguments, values)
+            if job is None:
+                _waiting.clear()
+                return
+            explorer._ahead[key] = job
+            _in_flight = job
+            break
+        else:
+            return
+    job.add_done_callback(_next)
