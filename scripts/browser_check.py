@@ -12,7 +12,8 @@ through Playwright, runs all cells, then for every explorer (``.llminfer-explore
   after the browser has drawn the sliders (a float slider used to undo it, issue 15);
 * reacted: each control moved one step (arrow key on a slider, next option in a dropdown, a
   click on a checkbox) and back gives a new picture or summary, and the kernel's values follow;
-* latency: milliseconds from the input to the new picture in the page (p50, p95).
+* latency: milliseconds from the input event in the page (keydown, pointerdown, a select's
+  change) to the new picture or summary (p50, p95); the harness scrolls and focuses first.
 
 A notebook whose page or kernel hiccups (or whose Run All starts no cell, even after a kernel
 restart) is re-opened once in a fresh page; each failed attempt leaves a screenshot and a log (the
@@ -85,8 +86,14 @@ WATCH_JS = """
 (root) => {
   const img = root.querySelector('.llminfer-picture');
   const summary = root.querySelector('.llminfer-summary');
-  root.__llm = {armed: 0, changed: null};
+  root.__llm = {armed: 0, changed: null, input: null};
   const note = () => { if (root.__llm.changed === null) root.__llm.changed = performance.now(); };
+  // The moment of the learner's input itself (key, pointer, a select's change): latency runs
+  // from it, not from the harness's own round trips to the browser before it.
+  const input = () => { if (root.__llm.input === null) root.__llm.input = performance.now(); };
+  for (const kind of ['keydown', 'pointerdown', 'change']) {
+    root.addEventListener(kind, input, {capture: true});
+  }
   const observer = new MutationObserver(note);
   if (img) observer.observe(img, {attributes: true, attributeFilter: ['src']});
   if (summary) observer.observe(summary, {childList: true, subtree: true, characterData: true});
@@ -401,10 +408,13 @@ def move(page, explorer, control, timeout_s: float) -> list[dict]:
         steps = [("click", box, None), ("click", box, None)]
     moves = []
     for action, target, arg in steps:
-        explorer.evaluate("root => { root.__llm.changed = null; }")
-        start = explorer.evaluate("root => (root.__llm.armed = performance.now())")
+        # In view and focused first: scrolling there is the harness's work, not the widget's.
+        target.scroll_into_view_if_needed()
         if action == "key":
             target.focus()
+        explorer.evaluate("root => { root.__llm.changed = null; root.__llm.input = null; }")
+        start = explorer.evaluate("root => (root.__llm.armed = performance.now())")
+        if action == "key":
             target.press(arg)
         elif action == "select":
             target.select_option(index=arg)
@@ -415,8 +425,9 @@ def move(page, explorer, control, timeout_s: float) -> list[dict]:
                 "root => root.__llm.changed !== null", arg=explorer.element_handle(),
                 timeout=timeout_s * 1000, polling="raf",
             )  # fmt: skip
-            changed = explorer.evaluate("root => root.__llm.changed")
-            moves.append({"action": action, "reacted": True, "latency_ms": changed - start})
+            changed, pressed = explorer.evaluate("root => [root.__llm.changed, root.__llm.input]")
+            began = start if pressed is None else max(start, pressed)
+            moves.append({"action": action, "reacted": True, "latency_ms": changed - began})
         except Exception:
             moves.append({"action": action, "reacted": False, "latency_ms": None})
         page.wait_for_timeout(150)  # let the summary and the echo of the value land

@@ -59,16 +59,17 @@ def test_a_picture_made_ahead_is_the_one_the_kernel_draws(monkeypatch, cls):
     explorer._pictures.clear()  # the same values drawn here, in this process
     explorer.update()
     assert explorer._image.value == made_ahead
-    # Moved on: the new neighbours are wished for first.
-    wished = [w[1] for w in _prefetch._waiting if w[0]() is explorer]
-    first = explorer._key({**explorer.values(), name: _prefetch._steps(control)[0]})
-    assert first in wished[:1] or first in explorer._ahead
+    # Moved on: every picture one step from the new values is made, being made or wished for.
+    wished = {w[1] for w in _prefetch._waiting if w[0]() is explorer}
+    for values in _prefetch.neighbours(explorer.controls):
+        key = explorer._key(values)
+        assert key in explorer._pictures or key in explorer._ahead or key in wished, values
     _wait_for(list(explorer._ahead.values()))
 
 
 def test_newest_wishes_are_asked_first(monkeypatch):
     monkeypatch.setattr(_prefetch, "_waiting", [])
-    monkeypatch.setattr(_prefetch, "_in_flight", object())  # the worker is busy: only queue
+    monkeypatch.setattr(_prefetch, "WORKERS", 0)  # every worker busy: wishes only queue
 
     class Stub:
         def __init__(self) -> None:

@@ -4,16 +4,16 @@ matplotlib needs 20–150 ms on this project's 2-core machine just to render an 
 figure once more with nothing changed (``benchmarks/bench_widgets.py``, "floor"), and a
 learner's move also pays for new artists, a PNG and the trip to the browser: a new picture
 took 100–600 ms, against a budget of 150 ms. Drawing cannot get cheap enough in the kernel,
-but it can happen *before* the move. While the learner reads a picture, one worker process
-(the second core) draws the pictures one step away from the current values — each control
+but it can happen *before* the move. While the learner reads a picture, worker processes
+(``WORKERS``) draw the pictures one step away from the current values — each control
 one step up and down, the next and previous option, a checkbox flipped — and the kernel keeps
 them in the explorer's picture cache. A move to one of them shows its picture at once; any
 other move is drawn in the kernel as before.
 
-The worker builds its own copy of the explorer from the arguments the explorer was made
-with, so its pictures are made by the same code from the same values. It is started once per
-kernel, on the first explorer, and only inside a Jupyter kernel (not in scripts or tests);
-``LLMINFER_PREFETCH=0`` turns it off (``make test`` and ``make notebooks`` do). It exits with
+A worker builds its own copy of the explorer from the arguments the explorer was made
+with, so its pictures are made by the same code from the same values. The workers start once
+per kernel, on the first explorer, and only inside a Jupyter kernel (not in scripts or tests);
+``LLMINFER_PREFETCH=0`` turns them off (``make test`` and ``make notebooks`` do). They exit with
 the kernel.
 """
 
@@ -30,6 +30,10 @@ from typing import Any
 
 import ipywidgets as W
 
+#: Worker processes, each with its own copy of the explorers it draws for: two where there are
+#: two cores (while a learner looks at a picture the kernel is idle; measured on 2 cores, two
+#: workers beat one: p95 182 vs 201–210 ms with the older harness timing), one on one core.
+WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: Explorers a worker keeps built (one per explorer the kernel made, most recent kept).
 WORKER_EXPLORERS = 16
 #: Seconds between the worker's checks that the kernel that started it is still alive.
@@ -54,12 +58,12 @@ def enabled() -> bool:
 
 
 def executor() -> ProcessPoolExecutor:
-    """The one worker process of this kernel, started on first use."""
+    """This kernel's worker processes, started on first use."""
     global _executor
     with _executor_lock:
         if _executor is None:
             _executor = ProcessPoolExecutor(
-                max_workers=1,
+                max_workers=WORKERS,
                 # spawn: the kernel runs threads (ZeroMQ), which a fork would copy mid-state.
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
@@ -152,7 +156,7 @@ def submit(token: str, explorer: Any, arguments: dict, values: dict) -> Future |
 #: Pictures waiting to be asked for, across the kernel's explorers (the oldest are dropped).
 MAX_WAITING = 64
 _waiting: list[tuple[weakref.ref, tuple, dict]] = []
-_in_flight: Future | None = None
+_in_flight: set[Future] = set()
 _queue_lock = threading.Lock()
 
 
@@ -160,7 +164,7 @@ def ask(explorer: Any, wanted: dict[tuple, dict], first: bool = True) -> None:
     """Queue the pictures ``wanted`` (key → control values) of ``explorer``: ``first`` after
     a learner's move (the values just reached are the likeliest next, ahead of every older
     wish), last for a new explorer (explorers are met in the order a notebook makes them).
-    The worker gets one picture at a time, so a new wish never waits behind a backlog."""
+    A worker gets one picture at a time, so a new wish never waits behind a backlog."""
     with _queue_lock:
         _waiting[:] = [w for w in _waiting if not (w[0]() is explorer and w[1] in wanted)]
         wishes = [(weakref.ref(explorer), key, values) for key, values in wanted.items()]
@@ -173,14 +177,11 @@ def ask(explorer: Any, wanted: dict[tuple, dict], first: bool = True) -> None:
 
 
 def _next(_finished: Future | None = None) -> None:
-    """Send the first waiting picture to the worker when it is free."""
-    global _in_flight
+    """Send the first waiting pictures to the workers that are free."""
+    sent = []
     with _queue_lock:
-        if _finished is not None and _in_flight is _finished:
-            _in_flight = None
-        if _in_flight is not None:
-            return
-        while _waiting:
+        _in_flight.discard(_finished)
+        while _waiting and len(_in_flight) < WORKERS:
             ref, key, values = _waiting.pop(0)
             explorer = ref()
             if explorer is None or key in explorer._ahead or key in explorer._pictures:
@@ -188,10 +189,9 @@ def _next(_finished: Future | None = None) -> None:
             job = submit(explorer._token, explorer, explorer._arguments, values)
             if job is None:
                 _waiting.clear()
-                return
+                break
             explorer._ahead[key] = job
-            _in_flight = job
-            break
-        else:
-            return
-    job.add_done_callback(_next)
+            _in_flight.add(job)
+            sent.append(job)
+    for job in sent:
+        job.add_done_callback(_next)
