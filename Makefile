@@ -34,7 +34,7 @@ notebooks: $(STAMP)
 # Every notebook in a real browser: JupyterLab on 127.0.0.1 and headless Chromium (Playwright)
 # run all cells and move every control of every explorer; report in benchmarks/out/. Skipped,
 # with a message, where Chromium is missing (apt-get install chromium). At most 10 minutes.
-# BROWSER_FLAGS: e.g. --latency-report-only (what .ci/run passes) or --max-p95-ms 300.
+# BROWSER_FLAGS: e.g. --latency-report-only (report the latency, do not fail on it) or --max-p95-ms 300.
 test-browser: $(STAMP)
 	$(BIN)/python scripts/browser_check.py $(BROWSER_FLAGS)
 

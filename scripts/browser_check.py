@@ -606,8 +606,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--latency-report-only",
         action="store_true",
-        help="measure and report the time to a new picture but do not fail on it (CI: the "
-        "p95 target is not met yet; rendering, reacting and later-cell values still fail)",
+        help="measure and report the time to a new picture but do not fail on it "
+        "(rendering, reacting and later-cell values still fail)",
     )
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
