@@ -9,10 +9,11 @@ move so only fresh pictures are timed. Times are best of --repeat, in ms; the ra
 baseline / pipeline is what to compare across machines (a shared machine slows both alike).
 The browser adds ~50 ms to these (scripts/browser_check.py measures input → picture there).
 
-"floor" is matplotlib rendering the explorer's current figure again with nothing changed
-(no new artists, no layout, no PNG): what any matplotlib-drawn picture costs at least, however
-its artists are made. Where it alone exceeds the 150 ms budget for a new picture in the browser,
-only drawing in the browser (not in the kernel) can meet it.
+"floor" is the explorer's current figure made into its PNG again with nothing changed (no new
+artists, no layout; rendering and the light PNG only, at the explorers' 90 dpi): what any
+matplotlib-drawn picture costs at least, however its artists are made. Where it nears the
+150 ms budget for a new picture in the browser, drawing after the move cannot meet it: the
+explorers draw the next pictures ahead instead (llminfer/widgets/_prefetch.py).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import statistics
 import time
 from pathlib import Path
 
-import ipywidgets as W
-
 import llminfer.widgets as explorers
 from llminfer import read_requests
 from llminfer.plots._figure import figure_png
 from llminfer.simulate import Workload, sweep
+from llminfer.widgets._explorer import PNG_COMPRESS_LEVEL
+from llminfer.widgets._prefetch import steps
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -48,14 +49,8 @@ def build(name: str):
 
 
 def next_value(control):
-    if isinstance(control, W.Checkbox):
-        return not control.value
-    if isinstance(control, (W.Dropdown, W.SelectionSlider)):
-        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        i = options.index(control.value)
-        return options[i + 1] if i + 1 < len(options) else options[i - 1]
-    up = control.value + control.step
-    return up if up <= control.max else control.value - control.step
+    """One step up (the next option, a checkbox flipped), or down at the top of the range."""
+    return steps(control)[0]
 
 
 def baseline_ms(explorer, repeat: int) -> float:
@@ -82,14 +77,14 @@ def pipeline_ms(explorer, repeat: int) -> float:
 
 
 def floor_ms(explorer, repeat: int) -> float:
-    """Rendering the current figure again, unchanged: matplotlib's own cost per picture."""
+    """The current figure's PNG made again, unchanged: matplotlib's own cost per picture."""
     figure = explorer.figure
     if figure is None:
         return float("nan")
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
-        figure.canvas.draw()
+        figure_png(figure, compress_level=PNG_COMPRESS_LEVEL)
         best = min(best, time.perf_counter() - start)
     return best * 1e3
 

@@ -158,15 +158,6 @@ def _core_metric(name: str, requests: pd.DataFrame, out: np.ndarray | None = Non
     return out
 
 
-def _core_metrics(requests: pd.DataFrame) -> dict[str, np.ndarray]:
-    """start_ts, end_ts, ttft_s, tpot_s, e2e_s, decode_s as arrays (seconds), vectorised."""
-    return {
-        "start_ts": requests["start_ts"].to_numpy(dtype=float),
-        "end_ts": requests["end_ts"].to_numpy(dtype=float),
-        **{name: _core_metric(name, requests) for name in _CORE_METRICS},
-    }
-
-
 #: The dtype pandas gives a column of Python strings (``str``, Arrow-backed, NaN for missing).
 _STR_DTYPE = pd.Series(["x"]).dtype
 
@@ -199,7 +190,6 @@ def request_metrics(log: RequestLog | pd.DataFrame, copy: bool = True) -> pd.Dat
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     requests = _as_log(log).requests
-    metrics = _core_metrics(requests)
     # The log's own columns are copied unless asked not to (a table that may be edited must
     # not share memory with the log); the metrics are fresh arrays, taken as they are
     # (copy=False: ~0.9 s less on 10 M rows).
@@ -207,11 +197,16 @@ def request_metrics(log: RequestLog | pd.DataFrame, copy: bool = True) -> pd.Dat
         {
             "request_id": _text_column(requests["request_id"]),
             "status": _text_column(requests["status"]),
-            "input_tokens": requests["input_tokens"].to_numpy(copy=copy),
-            "output_tokens": requests["output_tokens"].to_numpy(copy=copy),
-            "start_ts": metrics.pop("start_ts").copy() if copy else metrics.pop("start_ts"),
-            "end_ts": metrics.pop("end_ts").copy() if copy else metrics.pop("end_ts"),
-            **metrics,
+            **{
+                name: requests[name].to_numpy(dtype=dtype, copy=copy)
+                for name, dtype in (
+                    ("input_tokens", None),
+                    ("output_tokens", None),
+                    ("start_ts", float),
+                    ("end_ts", float),
+                )
+            },
+            **{name: _core_metric(name, requests) for name in _CORE_METRICS},
         },
         copy=False,
     )

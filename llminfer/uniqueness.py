@@ -95,19 +95,11 @@ def _fold(keys: np.ndarray, word: np.ndarray) -> np.ndarray:
 
 def _padded_keys(values, longest: int) -> np.ndarray:
     """Keys of ASCII ids without NULs: each id NUL-padded to whole words, read as a matrix."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     width = 8 * max(1, (longest + 7) // 8)
-    padded = pc.utf8_rpad(values, width=width, padding="\x00")
-    _, offsets_buffer, data_buffer = padded.buffers()
-    offset_type = np.int64 if pa.types.is_large_string(padded.type) else np.int32
-    first = int(np.frombuffer(offsets_buffer, dtype=offset_type)[padded.offset])
-    words = (
-        np.frombuffer(data_buffer, dtype=np.uint8, count=len(padded) * width, offset=first)
-        .view("<u8")
-        .reshape(len(padded), width // 8)
-    )
+    used, _ = _buffers(pc.utf8_rpad(values, width=width, padding="\x00"))
+    words = used.view("<u8").reshape(len(values), width // 8)
     if width == 8:  # the id itself, NUL-padded: an exact key
         return words[:, 0]
     keys = np.asarray(pc.binary_length(values)).astype(np.uint64)

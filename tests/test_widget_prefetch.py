@@ -47,7 +47,7 @@ def test_a_picture_made_ahead_is_the_one_the_kernel_draws(monkeypatch, cls):
     monkeypatch.setattr(_prefetch, "_waiting", [])  # no wishes of other tests' explorers
     explorer = cls()
     name, control = next(iter(explorer.controls.items()))
-    step = _prefetch._steps(control)[0]
+    step = _prefetch.steps(control)[0]
     key = explorer._key({**explorer.values(), name: step})
     deadline = time.monotonic() + 60
     while not (key in explorer._ahead and explorer._ahead[key].done()):

@@ -1,9 +1,9 @@
 """Pictures made ahead, in a second process, for the values a learner is likely to pick next.
 
-matplotlib needs 20–150 ms on this project's 2-core machine just to render an explorer's
-figure once more with nothing changed (``benchmarks/bench_widgets.py``, "floor"), and a
-learner's move also pays for new artists, a PNG and the trip to the browser: a new picture
-took 100–600 ms, against a budget of 150 ms. Drawing cannot get cheap enough in the kernel,
+matplotlib needs 27–104 ms on this project's 2-core machine (more when it is busy) just to
+make an explorer's unchanged figure into its PNG again (``benchmarks/bench_widgets.py``,
+"floor"), and a learner's move also pays for new artists and the trip to the browser: a new
+picture took 100–600 ms, against a budget of 150 ms. Drawing cannot get cheap enough in the kernel,
 but it can happen *before* the move. While the learner reads a picture, worker processes
 (``WORKERS``) draw the pictures one step away from the current values — each control
 one step up and down, the next and previous option, a checkbox flipped — and the kernel keeps
@@ -79,12 +79,13 @@ def neighbours(controls: dict[str, W.ValueWidget]) -> list[dict[str, Any]]:
     current = {name: control.value for name, control in controls.items()}
     out = []
     for name, control in controls.items():
-        for value in _steps(control):
+        for value in steps(control):
             out.append({**current, name: value})
     return out
 
 
-def _steps(control: W.ValueWidget) -> list[Any]:
+def steps(control: W.ValueWidget) -> list[Any]:
+    """The values one step from a control's own: up (or next) first, then down (previous)."""
     if isinstance(control, W.Checkbox):
         return [not control.value]
     options = getattr(control, "options", None)
