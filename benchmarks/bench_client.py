@@ -38,7 +38,7 @@ import numpy as np
 from llminfer.bench import bench, plan_requests
 from llminfer.bench.client import request_body
 from llminfer.bench.sse import StreamParser
-from llminfer.workload import Workload
+from llminfer.sim.workload import Workload
 
 
 def run_aiohttp(url: str, workload: Workload) -> dict[str, list[float]]:

@@ -19,8 +19,8 @@ import sys
 import time
 
 from llminfer import get_gpu, get_model
-from llminfer.simulate import V0_ENGINE, EngineConfig, Workload, simulate
-from llminfer.workload import LogNormal
+from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
+from llminfer.sim.workload import LogNormal, Workload
 
 TARGET_S = 2.0
 MODEL, GPU = get_model("llama-3.1-8b"), get_gpu("h100-sxm")

@@ -1,6 +1,6 @@
 """Benchmark: the streaming summariser's two batch engines on one big Parquet log, in one run.
 
-Each engine runs ``llminfer.logstream.summarize_stream`` in its own process (so each peak
+Each engine runs ``llminfer.logs.logstream.summarize_stream`` in its own process (so each peak
 resident memory is its own); prints wall time, peak memory and the ratio, and checks both give
 the same summary. Make the log first: ``python benchmarks/make_big_log.py DIR --rows N``.
 
@@ -16,7 +16,7 @@ import time
 
 CHILD = """
 import json, resource, sys
-from llminfer.logstream import summarize_stream
+from llminfer.logs.logstream import summarize_stream
 s = summarize_stream(sys.argv[1], engine=sys.argv[2], progress=False).to_dict()
 s["peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 print(json.dumps(s))

@@ -26,7 +26,8 @@ from pathlib import Path
 import llminfer.widgets as explorers
 from llminfer import read_requests
 from llminfer.plots._figure import figure_png
-from llminfer.simulate import Workload, sweep
+from llminfer.sim.loadsweep import sweep
+from llminfer.sim.workload import Workload
 from llminfer.widgets._explorer import PNG_COMPRESS_LEVEL
 from llminfer.widgets._prefetch import steps
 

@@ -3,7 +3,7 @@
 Each file is one "replica": seeded Poisson arrivals, gamma TTFT, log-normal lengths, 20–50 ms
 TPOT (the same generator as ``bench_logs.py``), written a million rows at a time so that writing
 never holds more than a million rows. Summarise it with
-``python -m llminfer metrics DIR --stream`` or ``llminfer.logstream.summarize_stream(DIR)``.
+``python -m llminfer metrics DIR --stream`` or ``llminfer.logs.logstream.summarize_stream(DIR)``.
 
 Usage: python benchmarks/make_big_log.py DIR [--rows N] [--files F] [--seed S]
 """

@@ -2,7 +2,7 @@
 
 Writes a CSV in the shape of ``data/measurements/h200_llama-3.1-8b_steps.csv`` (columns kind,
 model, weight_dtype, batch, tokens, context, prefill_chunk, ms_median, ms_min, ms_max, what),
-which ``llminfer.calibration.calibrate`` fits the step-time model to::
+which ``llminfer.cost.calibration.calibrate`` fits the step-time model to::
 
     python benchmarks/measure_gpu_steps.py --model llama-3.1-8b --out my_steps.csv
     python -c "import llminfer as L; m = L.get_model('llama-3.1-8b'); \\

@@ -26,12 +26,13 @@ from pathlib import Path
 import pandas as pd
 
 from llminfer.bench.run import register_bench
-from llminfer.logs import FORMATS, LogError, RequestLog, read_requests
-from llminfer.metrics import summarize
-from llminfer.models import check_tensor_parallel
+from llminfer.logs.reading import FORMATS, read_requests
+from llminfer.logs.schema import LogError, RequestLog
+from llminfer.logs.summary import summarize
+from llminfer.logs.validation import TIME_UNITS
 from llminfer.serve.run import register_serve
+from llminfer.specs.models import check_tensor_parallel
 from llminfer.units import DTYPE_BYTES
-from llminfer.validation import TIME_UNITS
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us|µs)?\s*$")
 _SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6, None: 1.0}
@@ -90,7 +91,7 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
     if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
-        from llminfer.logstream import summarize_stream
+        from llminfer.logs.logstream import summarize_stream
 
         summary = summarize_stream(args.file, slo=slo, engine=args.engine)
         print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
@@ -156,7 +157,7 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     if args.rejected:
         table = rejected
         if log.source.format == "csv" and len(rejected):
-            from llminfer.logfile import record_lines
+            from llminfer.logs.logfile import record_lines
 
             lines = record_lines(log.source.path, rejected["row"])
             table = rejected.assign(line=rejected["row"].map(lines).astype("Int64"))
@@ -232,7 +233,7 @@ def parse_engine(text: str):
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    from llminfer.simulate import EngineConfig
+    from llminfer.sim.simulate import EngineConfig
 
     values: dict = {
         "chunked_prefill": False,
@@ -268,9 +269,9 @@ def parse_engine(text: str):
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from llminfer.diagnose import diagnose
-    from llminfer.presets import get_gpu, get_model
-    from llminfer.scrape import read_scrape
+    from llminfer.diagnose.run import diagnose
+    from llminfer.diagnose.scrape import read_scrape
+    from llminfer.specs.presets import get_gpu, get_model
 
     slo = parse_slo(args.slo) if args.slo else None
     engine = parse_engine(args.engine) if args.engine is not None else None
@@ -351,7 +352,7 @@ def register_diagnose(subparsers) -> None:
 def _presets(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+    from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 
     if args.command == "models":
         rows = []

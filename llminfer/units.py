@@ -20,7 +20,7 @@ TiB = 2**40
 
 #: Bytes per stored element of each number format llminfer knows. int4/fp4 pack two
 #: elements into one byte; scale factors of quantised formats are counted separately
-#: (see ``llminfer.memory.weight_bytes``).
+#: (see ``llminfer.cost.memory.weight_bytes``).
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4,
     "bf16": 2,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from llminfer.cases import write_case_logs
+from llminfer.diagnose.cases import write_case_logs
 
 
 def main(argv: list[str]) -> int:

@@ -8,11 +8,12 @@ import math
 import pandas as pd
 import pytest
 
-from llminfer import memory
-from llminfer.logfile import record_lines
-from llminfer.logs import BadRowsError, LogError, read_requests
-from llminfer.presets import get_gpu, get_model
-from llminfer.validation import TIME_UNIT_RULE
+from llminfer.cost import memory
+from llminfer.logs.logfile import record_lines
+from llminfer.logs.reading import read_requests
+from llminfer.logs.schema import BadRowsError, LogError
+from llminfer.logs.validation import TIME_UNIT_RULE
+from llminfer.specs.presets import get_gpu, get_model
 
 
 def _frame(**changes) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def test_na_null_and_none_are_ids_but_blank_is_missing(tmp_path):
 
 
 def test_a_blank_id_is_blank_as_python_says_for_arrow_and_object_text():
-    from llminfer.validation import _blank
+    from llminfer.logs.validation import _blank
 
     cells = ["", " ", "\t\n", "\u3000", "\xa0", "\u2028", "a ", " a", "NA", "\x00"]
     expected = [not c.strip() for c in cells]

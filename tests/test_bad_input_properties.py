@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llminfer.logs import read_requests
+from llminfer.logs.reading import read_requests
 
 DATA = Path(__file__).parent.parent / "data"
 CSV_LINES = (DATA / "requests_realistic.csv").read_text(encoding="utf-8").splitlines()[:41]

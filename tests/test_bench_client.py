@@ -11,12 +11,13 @@ import socket
 import numpy as np
 import pytest
 
-from llminfer.bench import accounting, bench, read_chunk, records_frame, write_log
+from llminfer.bench import accounting, bench, read_chunk, records_frame
 from llminfer.bench.sse import SSEDecoder
 from llminfer.bench.stub import Reply, StubServer, completion_chunk, sse
 from llminfer.cli import main
-from llminfer.logs import read_requests
-from llminfer.workload import Workload
+from llminfer.logs.reading import read_requests
+from llminfer.logs.writing import write_log
+from llminfer.sim.workload import Workload
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 

@@ -20,11 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llminfer import read_requests, summarize
-from llminfer.logsets import GroupedSummary
-from llminfer.logstream import summarize_stream
-from llminfer.quantiles import select_percentiles
-from llminfer.sql import METRICS_SQL, run_metrics_sql
-from llminfer.uniqueness import arrow_ids_unique
+from llminfer.logs.grouped import GroupedSummary
+from llminfer.logs.logstream import summarize_stream
+from llminfer.logs.quantiles import select_percentiles
+from llminfer.logs.sql import METRICS_SQL, run_metrics_sql
+from llminfer.logs.uniqueness import arrow_ids_unique
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -221,7 +221,7 @@ def test_ids_unique_never_wrongly_true():
 
 
 def test_ids_unique_padded_slices_and_large_strings(monkeypatch):
-    import llminfer.uniqueness as uniqueness
+    import llminfer.logs.uniqueness as uniqueness
 
     monkeypatch.setattr(uniqueness, "_PAD_SLICE", 7)  # many slices, one cut mid-array
     ids = [f"req-{i:05d}-replica" for i in range(100)]  # 19 bytes: three words each

@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 from llminfer import Diagnosis, Finding, get_gpu, get_model, read_requests
-from llminfer.cases import (
+from llminfer.cli import DIAGNOSE_EXIT, main, parse_engine
+from llminfer.cost.latency import estimate_latency
+from llminfer.diagnose.cases import (
     CASE_SLO,
     CASE_STUDIES,
     LONG_V0_ENGINE,
@@ -20,21 +22,12 @@ from llminfer.cases import (
     V1_ENGINE,
     RampWorkload,
 )
-from llminfer.cli import DIAGNOSE_EXIT, main, parse_engine
-from llminfer.deployment import Deployment, simulate_deployment
-from llminfer.diagnose import (
-    MIN_REQUESTS,
-    STEPS,
-    causes_table,
-    diagnose,
-    procedure_table,
-    remeasure,
-)
-from llminfer.findings import CAUSES
-from llminfer.latency import estimate_latency
-from llminfer.metrics import request_metrics
-from llminfer.scrape import combine, parse_scrape, read_scrape
-from llminfer.signals import (
+from llminfer.diagnose.deployment import Deployment, simulate_deployment
+from llminfer.diagnose.findings import CAUSES, STEPS
+from llminfer.diagnose.procedure import MIN_REQUESTS, causes_table, procedure_table
+from llminfer.diagnose.run import diagnose, remeasure
+from llminfer.diagnose.scrape import combine, parse_scrape, read_scrape
+from llminfer.diagnose.signals import (
     decode_stalls,
     decoding_together,
     overlapping_prefill_tokens,
@@ -42,7 +35,8 @@ from llminfer.signals import (
     waiting_at,
     work_ahead,
 )
-from llminfer.workload import Empirical, LogNormal, Workload
+from llminfer.logs.metrics import request_metrics
+from llminfer.sim.workload import Empirical, LogNormal, Workload
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SIMULATOR_COLUMNS = ["scheduled_ts", "preemptions", "cached_prefix_tokens", "prefix_group"]
@@ -167,9 +161,9 @@ def test_every_case_spells_out_its_engine():
     import inspect
     import re
 
-    import llminfer.cases
+    import llminfer.diagnose.cases
 
-    source = inspect.getsource(llminfer.cases)
+    source = inspect.getsource(llminfer.diagnose.cases)
     assert "EngineConfig()" not in source
     deployments = re.findall(r"Deployment\(([^()]*(?:\([^()]*\)[^()]*)*)\)", source)
     assert deployments and all("engine=" in d for d in deployments)
@@ -572,7 +566,7 @@ def test_procedure_and_causes_tables():
         ({"slo": {"ttft_s": float("nan")}}, r"slo\['ttft_s'\]=nan"),
         ({"model": "llama-3.1-8b"}, "model='llama-3.1-8b' must be a Model"),
         ({"gpu": "h100"}, "gpu='h100' must be a GPU"),
-        ({"engine": {"block_size": 16}}, "engine=.*must be an llminfer.simulate.EngineConfig"),
+        ({"engine": {"block_size": 16}}, "engine=.*must be an llminfer.sim.simulate.EngineConfig"),
         ({"replicas": 0}, "replicas=0"),
         ({"server": ["x"]}, "ServerMetrics"),
     ],

@@ -7,7 +7,7 @@ card". Memory as nvidia-smi reports it (81,559 MiB for an H100, 23,034 MiB for a
 import pytest
 
 from llminfer import estimate_latency, get_gpu, get_model
-from llminfer.latency import decode_batch_table, feasibility, gpu_comparison, prefill_table
+from llminfer.cost.latency import decode_batch_table, feasibility, gpu_comparison, prefill_table
 from llminfer.units import GB, GiB
 from llminfer.widgets import MemoryExplorer, RequestJourney, RooflineExplorer
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from llminfer import compare_definitions, read_requests, read_summary, summarize
-from llminfer.importers import ExportError, detect_format
-from llminfer.metrics import in_flight
+from llminfer.logs.importers import ExportError, detect_format
+from llminfer.logs.timeline import in_flight
 from tests.test_logs import DATA
 
 FIX = DATA.parent / "tests" / "fixtures"

@@ -1,4 +1,5 @@
-"""The simulator's paged KV block pool (llminfer.kvblocks): counts, prefix sharing, LRU eviction.
+"""The simulator's paged KV block pool (llminfer.sim.kvblocks): counts, prefix sharing, LRU
+eviction.
 
 The behaviour modelled is vLLM V1's ``BlockPool`` (vllm/v1/core/block_pool.py): a request's
 blocks return to the pool when it finishes or is preempted, a cached prefix block nobody uses
@@ -8,7 +9,7 @@ stays reusable until a new block is needed, and the least recently freed is evic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llminfer.kvblocks import BlockPool
+from llminfer.sim.kvblocks import BlockPool
 
 
 def _check_counts(pool: BlockPool) -> None:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from llminfer import ARTICLE_COLUMNS, read_requests, summarize
-from llminfer.importers import detect_format
+from llminfer.logs.importers import detect_format
 
 DATA = Path(__file__).parent.parent / "data"
 # The article's requests.csv (chapter 6), exactly.
@@ -287,7 +287,7 @@ ODD_CELLS = [
 def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
     tmp_path, monkeypatch, column, cell, whole_times
 ):
-    from llminfer import logfile
+    from llminfer.logs import logfile
 
     text = (DATA / "requests.csv").read_text(encoding="utf-8").splitlines()
     if whole_times:  # "3" where the article has "3.10": pandas reads such a column as int64
@@ -317,7 +317,7 @@ def test_the_fast_csv_path_reads_exactly_what_pandas_reads(
 
 
 def test_the_fast_csv_path_is_taken_for_the_article_columns():
-    from llminfer import logfile
+    from llminfer.logs import logfile
 
     frame = logfile._read_article_csv(DATA / "requests.csv")
     assert frame is not None and list(frame.columns) == list(ARTICLE_COLUMNS)

@@ -21,7 +21,7 @@ from llminfer import (
     tensor_parallel_sizes,
     weight_bytes,
 )
-from llminfer.memory import (
+from llminfer.cost.memory import (
     allocated_kv_tokens,
     concurrency_table,
     default_reserve_bytes,

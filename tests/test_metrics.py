@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llminfer import compare_definitions, percentile, read_requests, request_metrics, summarize
-from llminfer.metrics import in_flight, meets_slo, output_tps_over_time, weighted_percentile
+from llminfer.logs.metrics import weighted_percentile
+from llminfer.logs.summary import meets_slo
+from llminfer.logs.timeline import in_flight, output_tps_over_time
 
 DATA = Path(__file__).parent.parent / "data"
 

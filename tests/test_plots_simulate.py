@@ -4,7 +4,6 @@ import pandas as pd
 import pytest
 
 from llminfer import get_gpu, get_model
-from llminfer import techniques as T
 from llminfer.plots import (
     chunk_size_tradeoff,
     disaggregation_bars,
@@ -16,7 +15,9 @@ from llminfer.plots import (
     step_timeline,
     tensor_parallel_curves,
 )
-from llminfer.simulate import Workload, simulate
+from llminfer.sim import techniques as T
+from llminfer.sim.simulate import simulate
+from llminfer.sim.workload import Workload
 
 LLAMA8, H100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
 

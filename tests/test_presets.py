@@ -7,11 +7,11 @@ import pytest
 
 import llminfer
 from llminfer import GPU, Model, get_gpu, get_model, list_gpus, list_models
-from llminfer.models import llama_param_count
+from llminfer.specs.models import llama_param_count
 
 MODEL_ROWS = list(
     csv.DictReader(
-        resources.files("llminfer.presets").joinpath("models.csv").read_text().splitlines()
+        resources.files("llminfer.specs.presets").joinpath("models.csv").read_text().splitlines()
     )
 )
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from llminfer import read_requests, summarize
-from llminfer.logstream import summarize_stream
-from llminfer.sql import run_metrics_sql
+from llminfer.logs.logstream import summarize_stream
+from llminfer.logs.sql import run_metrics_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLICAS = ROOT / "data" / "replicas"

@@ -7,10 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, list_gpus, weight_bytes
-from llminfer.hardware import GPU, measure_machine
-from llminfer.latency import estimate_latency
-from llminfer.memory import kv_bytes_per_token
-from llminfer.roofline import (
+from llminfer.cost.latency import estimate_latency
+from llminfer.cost.memory import kv_bytes_per_token
+from llminfer.cost.roofline import (
     DEFAULT_EFFICIENCY,
     Efficiency,
     arithmetic_intensity,
@@ -21,9 +20,9 @@ from llminfer.roofline import (
     decode_crossover_batch,
     ridge_point,
     step_cost,
-    step_time,
-    step_timer,
 )
+from llminfer.cost.steptime import step_time, step_timer
+from llminfer.specs.hardware import GPU, measure_machine
 from llminfer.units import GB, MiB
 
 LLAMA8 = get_model("llama-3.1-8b")

@@ -3,8 +3,14 @@
 import pytest
 
 from llminfer import estimate_latency, get_gpu, get_model
-from llminfer.flash import flash_traffic_table
-from llminfer.latency import decode_batch_table, gpu_comparison, prefill_table, request_breakdown
+from llminfer.cost.flash import flash_traffic_table
+from llminfer.cost.latency import (
+    decode_batch_table,
+    gpu_comparison,
+    prefill_table,
+    request_breakdown,
+)
+from llminfer.cost.roofline import arithmetic_intensity
 from llminfer.plots import (
     decode_batch_chart,
     flash_traffic_chart,
@@ -13,7 +19,6 @@ from llminfer.plots import (
     request_breakdown_chart,
     roofline_chart,
 )
-from llminfer.roofline import arithmetic_intensity
 from llminfer.widgets import RequestJourney, RooflineExplorer
 
 LLAMA8, H100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")

@@ -1,4 +1,5 @@
-"""The fast signals of chapter 7 (``llminfer.signals`` on ``llminfer.sorted_times``: each kind of
+"""The fast signals of chapter 7 (``llminfer.diagnose.signals`` on
+``llminfer.diagnose.sorted_times``: each kind of
 event time sorted once, merges instead of re-sorts, searches with sorted instants) give the same
 numbers, bit for bit, as the straightforward versions they replaced (issue 16: ``diagnose`` on 10 M
 requests). The straightforward versions are kept below as the reference: one lexsort of all
@@ -8,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from llminfer.signals import (
+from llminfer.diagnose.signals import (
     decoding_together,
     overlapping_prefill_tokens,
     time_windows,
@@ -16,7 +17,7 @@ from llminfer.signals import (
     waiting_end,
     work_ahead,
 )
-from llminfer.sorted_times import SortedTimes, first_of_ties, last_of_ties, merge, search
+from llminfer.diagnose.sorted_times import SortedTimes, first_of_ties, last_of_ties, merge, search
 
 # ---- the reference: the signals as they were before they shared sorts ----------------------
 

@@ -10,22 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model
-from llminfer.latency import estimate_latency
-from llminfer.roofline import step_timer
-from llminfer.simulate import (
-    V0_ENGINE,
-    EngineConfig,
-    Workload,
-    best_load,
-    compare_engines,
-    itl_stats,
-    knee,
-    kv_capacity_blocks,
-    max_goodput,
-    simulate,
-    sweep,
-)
-from llminfer.workload import Empirical, LogNormal, Uniform
+from llminfer.cost.latency import estimate_latency
+from llminfer.cost.steptime import step_timer
+from llminfer.sim.loadsweep import best_load, compare_engines, itl_stats, knee, max_goodput, sweep
+from llminfer.sim.simulate import V0_ENGINE, EngineConfig, kv_capacity_blocks, simulate
+from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
 
 LLAMA8 = get_model("llama-3.1-8b")
 H100 = get_gpu("h100-sxm")
@@ -438,7 +427,7 @@ def test_decode_stretches_change_nothing(workload, engine, monkeypatch):
     decode steps in one vectorised go (a StepTimer's ``decode_steps``; a plain step-time
     function has none) agrees to 1e-12 (numpy's vectorised power and a running sum round
     differently in the last bit)."""
-    from llminfer.scheduler import Scheduler
+    from llminfer.sim.scheduler import Scheduler
 
     timer = step_timer(LLAMA8, H100)
 

@@ -9,16 +9,18 @@ import pandas as pd
 import pytest
 
 from llminfer import estimate_latency, get_gpu, get_model
-from llminfer.calibration import (
+from llminfer.cost.calibration import (
     DEFAULT_FIT,
     calibrate,
     compare_measurements,
     fit_step_model,
     read_measurements,
 )
-from llminfer.roofline import IDEAL, StepTimer, attended_pairs, step_cost, step_time
-from llminfer.simulate import EngineConfig, Workload, simulate
-from llminfer.steptime import DEFAULT_STEP_MODEL, H200_REFERENCE, StepModel
+from llminfer.cost.roofline import IDEAL, attended_pairs, step_cost
+from llminfer.cost.steptime import StepTimer, step_time
+from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.workload import Workload
+from llminfer.specs.stepmodel import DEFAULT_STEP_MODEL, H200_REFERENCE, StepModel
 
 CSV = Path(__file__).parent.parent / "data" / "measurements" / "h200_llama-3.1-8b_steps.csv"
 LLAMA8 = get_model("llama-3.1-8b")
@@ -179,10 +181,10 @@ KERNEL_CASES = [
 
 @pytest.mark.parametrize("model, gpu, n_gpus, dtype, sm", KERNEL_CASES)
 def test_the_timers_fast_kernel_gives_step_seconds_to_the_last_bit(model, gpu, n_gpus, dtype, sm):
-    """StepTimer times steps with llminfer.stepkernel (constants folded in once, for the
+    """StepTimer times steps with llminfer.cost.stepkernel (constants folded in once, for the
     simulator); it must return exactly what step_seconds computes from the step's parts,
     one step at a time and for a stretch of decode steps."""
-    from llminfer.steptime import step_seconds
+    from llminfer.cost.steptime import step_seconds
 
     model, gpu = get_model(model), get_gpu(gpu) if isinstance(gpu, str) else gpu
     timer = StepTimer(model, gpu, n_gpus, dtype, dtype, efficiency=sm)

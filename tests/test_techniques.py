@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, kv_cache_bytes, plan_memory, weight_bytes
-from llminfer import techniques as T
-from llminfer.latency import estimate_latency
-from llminfer.workload import LogNormal
+from llminfer.cost.latency import estimate_latency
+from llminfer.sim import techniques as T
+from llminfer.sim.workload import LogNormal
 
 LLAMA8 = get_model("llama-3.1-8b")
 LLAMA70 = get_model("llama-3.1-70b")
@@ -281,7 +281,7 @@ def test_kv_transfer_overlaps_the_prefill_layer_by_layer():
 
 
 def test_disaggregation_removes_prefill_from_the_decode_gpu():
-    from llminfer.simulate import Workload
+    from llminfer.sim.workload import Workload
 
     workload = Workload(
         150,

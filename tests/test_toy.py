@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llminfer import get_gpu, kv_cache_bytes
-from llminfer.flash import attention_hbm_bytes, attention_hbm_elements, flash_traffic_table
-from llminfer.toy import ToyModel
+from llminfer.cost.flash import attention_hbm_bytes, attention_hbm_elements, flash_traffic_table
+from llminfer.cost.toy import ToyModel
 
 
 def test_greedy_tokens_are_the_same_with_and_without_the_cache():

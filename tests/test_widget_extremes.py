@@ -8,7 +8,8 @@ import pytest
 
 import llminfer.widgets as explorers
 from llminfer import read_requests
-from llminfer.simulate import Workload, sweep
+from llminfer.sim.loadsweep import sweep
+from llminfer.sim.workload import Workload
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -3,8 +3,9 @@
 import pytest
 
 from llminfer import get_gpu, get_model
-from llminfer import techniques as T
-from llminfer.simulate import Workload, best_load, sweep
+from llminfer.sim import techniques as T
+from llminfer.sim.loadsweep import best_load, sweep
+from llminfer.sim.workload import Workload
 from llminfer.widgets import (
     BatchingExplorer,
     DisaggregationExplorer,

@@ -25,15 +25,10 @@ quoting a p99. (Disabling Python's garbage collector did not change the p99: 3.8
 """
 
 from llminfer.bench.client import BenchRun, RequestRecord, bench, plan_requests, run_bench
-from llminfer.bench.results import (
-    accounting,
-    decode_tps,
-    records_frame,
-    sweep_server,
-    write_log,
-)
+from llminfer.bench.results import accounting, decode_tps, records_frame, sweep_server
 from llminfer.bench.run import register_bench
 from llminfer.bench.sse import Chunk, SSEDecoder, read_chunk
+from llminfer.logs.writing import write_log
 
 __all__ = [
     "BenchRun",

@@ -9,7 +9,7 @@ used less CPU per chunk and kept its timestamps far closer to the schedule (the 
 network read returns, before any parsing; chunk times are kept as raw clock values and turned
 into run-relative seconds once, when the request ends.
 
-Load comes from ``llminfer.workload.Workload``, the same description ``simulate`` takes: an open
+Load comes from ``llminfer.sim.workload.Workload``, the same description ``simulate`` takes: an open
 loop (requests sent at the drawn arrival times, Poisson or bursty) or a closed loop (C users,
 each sending its next request ``think_time_s`` after its previous answer ended). Prompts are
 words from a fixed list, one token each on ``llminfer serve`` (and roughly so on a BPE model);
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.bench.sse import StreamParser
-from llminfer.workload import Workload
+from llminfer.sim.workload import Workload
 
 #: Prompt words: common English words, each a single token in the usual BPE vocabularies.
 WORDS = (
@@ -317,7 +317,7 @@ async def run_bench(
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(f"url={url!r} must be an http(s) base URL like http://127.0.0.1:8000/v1")
     if not isinstance(workload, Workload):
-        raise ValueError(f"workload={workload!r} must be a llminfer.workload.Workload")
+        raise ValueError(f"workload={workload!r} must be a llminfer.sim.workload.Workload")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup={warmup!r} must be an integer >= 0")
     if not timeout_s > 0:

@@ -100,31 +100,6 @@ def accounting(run: BenchRun) -> dict[str, int]:
     return counts
 
 
-def _cell(values) -> str:
-    if values is None:
-        return ""
-    array = np.asarray(values)
-    if array.dtype.kind == "f":
-        return " ".join(f"{v:.6f}" for v in array)
-    return " ".join(str(int(v)) for v in array)
-
-
-def write_log(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write a request log as CSV that ``read_requests`` reads back (arrays as space-separated
-    numbers, times to the microsecond).
-
-    Introduced in: notebooks/08_measure_a_server.ipynb
-    """
-    path = Path(path)
-    out = frame.copy()
-    for column in ("token_ts", "chunk_tokens"):
-        if column in out.columns:
-            out[column] = [_cell(v) for v in out[column]]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(path, index=False, float_format="%.6f")
-    return path
-
-
 def warmup_path(path: str | Path, part: str = "warmup") -> Path:
     """Where the requests kept apart from a log at ``path`` go: ``NAME.warmup.csv`` (warm-up)
     or ``NAME.unfinished.csv`` (``part="unfinished"``: in flight when the run was interrupted).
@@ -161,7 +136,7 @@ def sweep_server(
     **bench_kwargs,
 ) -> tuple[pd.DataFrame, dict]:
     """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
-    same workload otherwise — the measured twin of ``llminfer.loadsweep.sweep``.
+    same workload otherwise — the measured twin of ``llminfer.sim.loadsweep.sweep``.
 
     ``requests_per_user`` (closed loop only): send at least that many requests per user at
     each concurrency, ``max(workload.n_requests, requests_per_user × C)``, so a high load is
@@ -176,7 +151,7 @@ def sweep_server(
     from dataclasses import replace
 
     from llminfer.bench.client import bench
-    from llminfer.metrics import summarize
+    from llminfer.logs.summary import summarize
 
     if (rates is None) == (concurrencies is None):
         raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 
-from llminfer.workload import Workload
+from llminfer.sim.workload import Workload
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:[-:,]\s*(\d+))?\s*$")
 
@@ -103,8 +103,9 @@ def _first_model(url: str, timeout_s: float) -> str:
 
 def _bench_command(args: argparse.Namespace) -> int:
     from llminfer.bench.client import BenchRun, run_bench
-    from llminfer.bench.results import accounting, records_frame, warmup_path, write_log
-    from llminfer.logs import read_requests
+    from llminfer.bench.results import accounting, records_frame, warmup_path
+    from llminfer.logs.reading import read_requests
+    from llminfer.logs.writing import write_log
 
     if (args.rate is None) == (args.concurrency is None):
         raise ValueError("give exactly one of --rate (requests/s) or --concurrency (users)")
@@ -158,7 +159,7 @@ def _bench_command(args: argparse.Namespace) -> int:
         for reason, n in reasons.most_common(5):
             print(f"  failed {n}: {reason}", file=sys.stderr)
     if counts["ok"]:
-        from llminfer.metrics import summarize
+        from llminfer.logs.summary import summarize
 
         print(summarize(log))
     return code or (1 if counts["failed"] else 0)

@@ -1,9 +1,9 @@
 """Answers to notebook 01's "Try it" questions, computed with llminfer."""
 
+from llminfer.cost.latency import estimate_latency, request_breakdown
 from llminfer.exercises import Exercise
-from llminfer.latency import estimate_latency, request_breakdown
-from llminfer.models import tensor_parallel_sizes
-from llminfer.presets import get_gpu, get_model
+from llminfer.specs.models import tensor_parallel_sizes
+from llminfer.specs.presets import get_gpu, get_model
 
 
 def _ttft_ratio() -> float:

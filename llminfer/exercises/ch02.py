@@ -2,13 +2,13 @@
 
 from dataclasses import replace
 
+from llminfer.cost.flash import flash_traffic_table
+from llminfer.cost.latency import estimate_latency
+from llminfer.cost.memory import kv_cache_bytes
+from llminfer.cost.roofline import bound, decode_crossover_batch, step_cost
+from llminfer.cost.toy import ToyModel
 from llminfer.exercises import Exercise
-from llminfer.flash import flash_traffic_table
-from llminfer.latency import estimate_latency
-from llminfer.memory import kv_cache_bytes
-from llminfer.presets import get_gpu, get_model
-from llminfer.roofline import bound, decode_crossover_batch, step_cost
-from llminfer.toy import ToyModel
+from llminfer.specs.presets import get_gpu, get_model
 
 
 def _decode_bound_at_batch_1024() -> str:

@@ -2,10 +2,10 @@
 
 import numpy as np
 
+from llminfer.cost.memory import kv_utilization, plan_memory
 from llminfer.exercises import Exercise
-from llminfer.memory import kv_utilization, plan_memory
-from llminfer.models import tensor_parallel_sizes
-from llminfer.presets import get_gpu, get_model
+from llminfer.specs.models import tensor_parallel_sizes
+from llminfer.specs.presets import get_gpu, get_model
 from llminfer.units import GiB
 
 WEIGHT_DTYPES_WIDEST_FIRST = ("bf16", "fp8", "int4")

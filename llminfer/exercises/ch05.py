@@ -6,7 +6,7 @@ from dataclasses import replace
 from functools import cache
 
 from llminfer.exercises import Exercise
-from llminfer.presets import get_gpu, get_model
+from llminfer.specs.presets import get_gpu, get_model
 
 
 def _llama8():
@@ -18,7 +18,7 @@ def _h100():
 
 
 def _gpus_for_70b() -> int:
-    from llminfer.techniques import tensor_parallel_table
+    from llminfer.sim.techniques import tensor_parallel_table
 
     table = tensor_parallel_table(get_model("llama-3.1-70b"), _h100(), (1, 2, 4, 8), batch=1)
     nv = table[table.link == "NVLink"]
@@ -26,7 +26,7 @@ def _gpus_for_70b() -> int:
 
 
 def _waste_256() -> float:
-    from llminfer.techniques import fragmentation_simulation
+    from llminfer.sim.techniques import fragmentation_simulation
 
     table = fragmentation_simulation((1, 1024), (1, 1024), 2048, (256,)).set_index("policy")
     return float(table.loc["paged 256", "waste"])
@@ -35,8 +35,8 @@ def _waste_256() -> float:
 def _low_load_activity() -> str:
     """What the V0-style continuous server of section 4 spends most of its time on at 0.2
     requests/s: "idle", "prefill" or "decode"."""
-    from llminfer.simulate import V0_ENGINE, Workload, simulate
-    from llminfer.workload import LogNormal
+    from llminfer.sim.simulate import V0_ENGINE, simulate
+    from llminfer.sim.workload import LogNormal, Workload
 
     workload = Workload(
         100,
@@ -54,14 +54,14 @@ def _low_load_activity() -> str:
 
 
 def _reused_15() -> int:
-    from llminfer.techniques import cached_prefix_tokens
+    from llminfer.sim.techniques import cached_prefix_tokens
 
     return cached_prefix_tokens(4096, 15)
 
 
 def _break_even_alpha() -> float:
     """Smallest acceptance rate at which some draft length beats plain decoding, c = 0.2."""
-    from llminfer.techniques import best_draft_length
+    from llminfer.sim.techniques import best_draft_length
 
     low, high = 0.0, 1.0
     for _ in range(40):
@@ -74,14 +74,14 @@ def _break_even_alpha() -> float:
 
 
 def _pcie_speedup_batch1() -> float:
-    from llminfer.techniques import tensor_parallel_table
+    from llminfer.sim.techniques import tensor_parallel_table
 
     table = tensor_parallel_table(get_model("llama-3.1-70b"), _h100(), (1, 8), batch=1)
     return float(table.set_index(["link", "n_gpus"]).loc[("PCIe", 8), "speedup"])
 
 
 def _exposed_ms_512() -> float:
-    from llminfer.techniques import KV_LINKS, disaggregation_table
+    from llminfer.sim.techniques import KV_LINKS, disaggregation_table
 
     table = disaggregation_table(_llama8(), _h100(), [512], links=KV_LINKS)
     return float(table.set_index("link").loc["100 Gb/s Ethernet", "exposed_s"] * 1e3)
@@ -89,9 +89,9 @@ def _exposed_ms_512() -> float:
 
 @cache
 def _chunk_table():
-    from llminfer.loadsweep import compare_engines
-    from llminfer.simulate import V0_ENGINE, EngineConfig, Workload
-    from llminfer.workload import LogNormal
+    from llminfer.sim.loadsweep import compare_engines
+    from llminfer.sim.simulate import V0_ENGINE, EngineConfig
+    from llminfer.sim.workload import LogNormal, Workload
 
     workload = Workload(
         400,
@@ -112,7 +112,7 @@ def _v0_over_v1_itl() -> float:
 
 
 def _spec_losing_batch() -> int:
-    from llminfer.techniques import speculative_batch_table
+    from llminfer.sim.techniques import speculative_batch_table
 
     batches = [2**k for k in range(11)]
     table = speculative_batch_table(_llama8(), _h100(), 0.6, 4, batches, context_tokens=256)

@@ -10,23 +10,23 @@ from llminfer.exercises import Exercise
 
 @cache
 def _case_log(name: str, **change):
-    from llminfer.cases import CASE_STUDIES
-    from llminfer.logs import read_requests
+    from llminfer.diagnose.cases import CASE_STUDIES
+    from llminfer.logs.reading import read_requests
 
     case = CASE_STUDIES[name]
     return read_requests(case.requests(replace(case.deployment, **change)))
 
 
 def _good_fraction(name: str, **change) -> float:
-    from llminfer.cases import CASE_SLO
-    from llminfer.metrics import summarize
+    from llminfer.diagnose.cases import CASE_SLO
+    from llminfer.logs.summary import summarize
 
     return float(summarize(_case_log(name, **change), slo=CASE_SLO).good_fraction)
 
 
 def _healthy_at_6ms() -> str:
-    from llminfer.cases import CASE_STUDIES
-    from llminfer.diagnose import diagnose
+    from llminfer.diagnose.cases import CASE_STUDIES
+    from llminfer.diagnose.run import diagnose
 
     case = CASE_STUDIES["healthy"]
     report = diagnose(
@@ -38,8 +38,8 @@ def _healthy_at_6ms() -> str:
 
 
 def _ramp_first_window() -> int:
-    from llminfer.cases import CASE_SLO, CASE_STUDIES
-    from llminfer.diagnose import diagnose
+    from llminfer.diagnose.cases import CASE_SLO, CASE_STUDIES
+    from llminfer.diagnose.run import diagnose
 
     case = CASE_STUDIES["ramp"]
     report = diagnose(_case_log("ramp"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
@@ -50,7 +50,7 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "07.1",
         "Tighten the healthy service's TPOT target to 6 ms (TTFT stays 1 s). Which cause does "
-        "diagnose name (one of llminfer.findings.CAUSES)?",
+        "diagnose name (one of llminfer.diagnose.findings.CAUSES)?",
         _healthy_at_6ms,
         accept=("too slow",),
         hint="look at the decode step: is TPOT already above 6 ms for the quietest requests, "

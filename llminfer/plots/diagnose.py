@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llminfer.logs import RequestLog
-from llminfer.metrics import request_metrics
+from llminfer.logs.metrics import request_metrics
+from llminfer.logs.schema import RequestLog
 from llminfer.plots._figure import COLORS, new_figure
 
 _LABELS = {"ttft_s": "TTFT (ms)", "tpot_s": "TPOT (ms)", "e2e_s": "E2E latency (ms)"}

@@ -10,8 +10,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from llminfer.logs import RequestLog
-from llminfer.metrics import Summary, _as_log, in_flight, output_tps_over_time, request_metrics
+from llminfer.logs.metrics import _as_log, request_metrics
+from llminfer.logs.schema import RequestLog
+from llminfer.logs.summary import Summary
+from llminfer.logs.timeline import in_flight, output_tps_over_time
 from llminfer.plots._figure import COLORS, new_figure
 from llminfer.units import DURATION_UNITS, duration_unit
 

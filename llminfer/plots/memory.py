@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llminfer.memory import MemoryPlan
+from llminfer.cost.memory import MemoryPlan
 from llminfer.plots._figure import COLORS, new_figure, require_columns
 from llminfer.units import GiB
 
@@ -58,7 +58,7 @@ def concurrency_curve(table: pd.DataFrame) -> Figure:
     """Max concurrency (requests) versus context length (tokens), one line per ``label``.
 
     ``table`` has columns ``label``, ``context_tokens``, ``max_concurrency`` (as returned by
-    ``llminfer.memory.concurrency_table``). Both axes are logarithmic.
+    ``llminfer.cost.memory.concurrency_table``). Both axes are logarithmic.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """

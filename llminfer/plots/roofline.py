@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llminfer.hardware import GPU
+from llminfer.cost.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
 from llminfer.plots._figure import COLORS, new_figure, require_columns
-from llminfer.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
+from llminfer.specs.hardware import GPU
 from llminfer.units import format_duration
 
 
@@ -182,7 +182,7 @@ def gpu_comparison_chart(table: pd.DataFrame) -> Figure:
 
 def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
     """HBM bytes of standard and tiled (Flash) attention versus sequence length (left, log-log)
-    and their ratio (right), from ``llminfer.flash.flash_traffic_table``.
+    and their ratio (right), from ``llminfer.cost.flash.flash_traffic_table``.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -208,7 +208,7 @@ def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
 
 def measured_steps_chart(table: pd.DataFrame, title: str = "") -> Figure:
     """Measured step times beside the roofline floor and the realistic model, from
-    ``llminfer.calibration.compare_measurements``: decode steps versus batch (left, one line
+    ``llminfer.cost.calibration.compare_measurements``: decode steps versus batch (left, one line
     per context length), prefill per prompt token versus prompt length (middle), and a decode
     batch sharing its step with a prompt chunk (right). Dots measured, solid lines the model,
     dashed lines the roofline at 100 % of the peaks; times in ms.

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llminfer.loadsweep import load_column
 from llminfer.plots._figure import COLORS, new_figure, require_columns
-from llminfer.simulate import SimResult
+from llminfer.sim.loadsweep import load_column
+from llminfer.sim.simulate import SimResult
 
 
 def throughput_latency(

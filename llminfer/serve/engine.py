@@ -1,7 +1,7 @@
 """An iteration-level inference engine for ``ToyModel`` that really runs on the CPU.
 
 It works like vLLM's scheduler, one model step at a time, with the knobs of
-``llminfer.simulate.EngineConfig`` under the same names:
+``llminfer.sim.simulate.EngineConfig`` under the same names:
 
 - new requests wait in a FIFO queue; a step admits them while fewer than ``max_num_seqs``
   sequences run, the step's token budget ``max_num_batched_tokens`` lasts and the KV cache has
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from llminfer.toy import ToyModel
-from llminfer.validate import check_int
+from llminfer.cost.toy import ToyModel
+from llminfer.specs.checks import check_int
 
 #: Model shapes of the toy server. Hidden size 128 keeps every weight matrix in the CPU's own
 #: cache, where multiplying 8 rows costs about 1.5x one row (256 wide: about 5x, measured with
@@ -81,9 +81,9 @@ class ServeConfig:
         return self.num_kv_blocks * self.block_size
 
     def engine_config(self):
-        """The matching ``llminfer.simulate.EngineConfig`` (continuous batching, no prefix
+        """The matching ``llminfer.sim.simulate.EngineConfig`` (continuous batching, no prefix
         caching), so ``simulate`` can be set beside a measurement of this server."""
-        from llminfer.simulate import EngineConfig
+        from llminfer.sim.simulate import EngineConfig
 
         return EngineConfig(
             policy="continuous",
@@ -226,7 +226,7 @@ class ToyEngine:
 
     def __init__(self, model: ToyModel, config: ServeConfig = ServeConfig()) -> None:
         if not isinstance(model, ToyModel):
-            raise ValueError(f"model={model!r} must be a llminfer.toy.ToyModel")
+            raise ValueError(f"model={model!r} must be a llminfer.cost.toy.ToyModel")
         if not isinstance(config, ServeConfig):
             raise ValueError(f"config={config!r} must be a ServeConfig")
         self.model, self.config = model, config

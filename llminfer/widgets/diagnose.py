@@ -6,9 +6,11 @@ import html
 
 import ipywidgets as W
 
-from llminfer.cases import CASE_SLO, CASE_STUDIES
-from llminfer.diagnose import Diagnosis, diagnose
-from llminfer.logs import RequestLog, read_requests
+from llminfer.diagnose.cases import CASE_SLO, CASE_STUDIES
+from llminfer.diagnose.findings import Diagnosis
+from llminfer.diagnose.run import diagnose
+from llminfer.logs.reading import read_requests
+from llminfer.logs.schema import RequestLog
 from llminfer.plots.diagnose import before_after_cdf
 from llminfer.widgets._explorer import Explorer, whole
 

@@ -7,8 +7,9 @@ import html
 import ipywidgets as W
 import pandas as pd
 
-from llminfer.logs import RequestLog
-from llminfer.metrics import Summary, _as_log, summarize
+from llminfer.logs.metrics import _as_log
+from llminfer.logs.schema import RequestLog
+from llminfer.logs.summary import Summary, summarize
 from llminfer.plots.logs import latency_cdf
 from llminfer.widgets._explorer import Explorer, whole
 

@@ -6,9 +6,9 @@ import html
 
 import ipywidgets as W
 
-from llminfer.memory import MemoryPlan, plan_memory
+from llminfer.cost.memory import MemoryPlan, plan_memory
 from llminfer.plots.memory import memory_bar
-from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import format_bytes
 from llminfer.widgets._explorer import Explorer
 

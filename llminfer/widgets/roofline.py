@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import ipywidgets as W
 
-from llminfer.latency import Estimate, estimate_latency, request_breakdown
+from llminfer.cost.latency import Estimate, estimate_latency, request_breakdown
+from llminfer.cost.roofline import arithmetic_intensity, compute_dtype, ridge_point
 from llminfer.plots.roofline import request_breakdown_chart, roofline_chart
-from llminfer.presets import get_gpu, get_model, list_gpus, list_models
-from llminfer.roofline import arithmetic_intensity, compute_dtype, ridge_point
+from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import format_duration
 from llminfer.widgets._explorer import Explorer
 

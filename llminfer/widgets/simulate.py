@@ -8,12 +8,12 @@ import html
 import ipywidgets as W
 import pandas as pd
 
-from llminfer.loadsweep import best_load, compare_engines, knee, load_column
 from llminfer.plots.simulate import policy_comparison, throughput_latency
-from llminfer.presets import get_gpu, get_model
-from llminfer.simulate import EngineConfig
+from llminfer.sim.loadsweep import best_load, compare_engines, knee, load_column
+from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.workload import LogNormal, Workload
+from llminfer.specs.presets import get_gpu, get_model
 from llminfer.widgets._explorer import Explorer, choice_slider, whole
-from llminfer.workload import LogNormal, Workload
 
 #: TTFT targets offered, s: 1-2-5 steps per decade from 10 ms to 100 s.
 TTFT_TARGETS_S = [round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 2, 5)] + [100.0]
@@ -24,7 +24,7 @@ RATES = [2 ** (k / 2) for k in range(-2, 13)]
 class LoadExplorer(Explorer):
     """Latency targets → the highest load of a precomputed ``sweep`` table that meets them.
 
-    ``table`` comes from ``llminfer.loadsweep.sweep`` with the percentiles offered here
+    ``table`` comes from ``llminfer.sim.loadsweep.sweep`` with the percentiles offered here
     (50, 90, 99). Moving a slider re-reads the table; nothing is re-simulated. ``.result`` is
     a dict: ``best`` (load or None), ``knee``, ``row`` (the sweep row at ``best``).
 

@@ -1,5 +1,5 @@
 """Chapter 5's widgets: one explorer per optimisation, each on a pure function of
-``llminfer.techniques``."""
+``llminfer.sim.techniques``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import html
 import ipywidgets as W
 import pandas as pd
 
-from llminfer import techniques
 from llminfer.plots.techniques import (
     disaggregation_bars,
     fragmentation_bars,
@@ -17,7 +16,8 @@ from llminfer.plots.techniques import (
     speculative_curves,
     tensor_parallel_curves,
 )
-from llminfer.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.sim import techniques
+from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import format_duration
 from llminfer.widgets._explorer import Explorer, choice_slider, grid
 

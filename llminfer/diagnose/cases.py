@@ -1,0 +1,300 @@
+"""Chapter 7's case studies: simulated services, each with one known cause and its cure.
+
+Each ``CaseStudy`` is a seeded workload served by the simulator of chapter 5 on a stated
+deployment. ``scripts/make_case_studies.py`` writes their logs to ``data/case_<name>.csv``;
+notebook 07 diagnoses those logs, applies the suggested change (``fix``) in the simulator and
+re-measures with the same workload. All cases share one set of targets, ``CASE_SLO``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from llminfer.diagnose.deployment import Deployment, simulate_deployment
+from llminfer.logs.writing import write_log
+from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
+
+#: Targets of the services in the case studies: the first token within 1 s, then at least
+#: 50 tokens/s per user (TPOT ≤ 20 ms).
+CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
+
+
+#: The engine the first five case studies were written for, spelled out (vLLM V0-like: no
+#: chunked prefill, no prefix caching), so a change of the EngineConfig defaults does not
+#: change them.
+V0_ENGINE = EngineConfig(
+    chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+)
+#: The V0-like engine serving long prompts: without chunked prefill vLLM V0 sets
+#: ``max_num_batched_tokens = max(max_model_len, 2048)`` (``SchedulerConfig.__post_init__`` in
+#: ``vllm/config.py``, v0.6–v0.8), so a prompt always fits one step; here a server started with
+#: ``--max-model-len 32768``.
+LONG_V0_ENGINE = replace(V0_ENGINE, max_num_batched_tokens=32768)
+#: A vLLM-V1-like engine: chunked prefill on with a 2,048-token step budget.
+V1_ENGINE = EngineConfig(
+    chunked_prefill=True, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=2048
+)
+
+
+@dataclass(frozen=True)
+class RampWorkload(Workload):
+    """A workload whose arrival rate rises linearly from ``rate`` to ``rate_end`` requests/s
+    over the run (a Poisson process with that rising rate, drawn from the workload's seed):
+    the load of a service whose traffic grows through the day.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    rate_end: float = 1.0
+
+    def requests(self) -> pd.DataFrame:
+        table = super().requests()
+        if self.rate is None or not self.rate_end > 0:
+            raise ValueError(f"rate_end={self.rate_end!r} needs rate= and must be > 0")
+        n = self.n_requests
+        # Cumulative intensity Λ(t) = r0·t + (r1 − r0)·t²/(2T), with T chosen so Λ(T) = n; unit
+        # Poisson arrivals u_k mapped through Λ⁻¹ give the ramp.
+        r0, r1 = float(self.rate), float(self.rate_end)
+        duration = 2 * n / (r0 + r1)
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(5)[4])
+        u = np.concatenate([[0.0], np.cumsum(rng.exponential(1.0, n - 1))])
+        a = (r1 - r0) / (2 * duration)
+        t = u / r0 if a == 0 else (-r0 + np.sqrt(r0**2 + 4 * a * u)) / (2 * a)
+        return table.assign(arrival_s=t)
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """One simulated service: its story, workload, deployment, the cause ``diagnose`` should
+    name (``expected``, one of ``llminfer.diagnose.findings.CAUSES`` or None for a healthy
+    service), and
+    the change that cures it (``fix``: fields of ``Deployment`` to replace, with
+    ``fix_description``). Every deployment spells out its ``EngineConfig``. ``token_times``:
+    the log keeps the simulator's per-token times (``token_ts``), so ITL and stalls can be
+    measured; off for the large cases, whose files would grow from tens of kB to megabytes.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    name: str
+    story: str
+    workload: Workload
+    deployment: Deployment
+    expected: str | None
+    fix: dict = field(default_factory=dict)
+    fix_description: str = ""
+    token_times: bool = False
+
+    @property
+    def fixed_deployment(self) -> Deployment:
+        return replace(self.deployment, **self.fix)
+
+    def run(self, fixed: bool = False) -> SimResult:
+        """Simulate the case as found (or with its fix applied), same workload and seed, on
+        one replica (see ``requests`` for several)."""
+        d = self.fixed_deployment if fixed else self.deployment
+        if d.replicas != 1:
+            raise ValueError(f"replicas={d.replicas}: use CaseStudy.requests for several")
+        return simulate(
+            self.workload,
+            d.model_spec,
+            d.gpu_spec,
+            d.engine,
+            n_gpus=d.n_gpus,
+            weight_dtype=d.weight_dtype,
+            kv_dtype=d.kv_dtype,
+        )
+
+    def requests(self, deployment: Deployment | None = None) -> pd.DataFrame:
+        """The request log of this workload on ``deployment`` (default: as found), on as many
+        replicas as it has (``llminfer.diagnose.deployment.simulate_deployment``); ``token_ts`` only
+        when the case keeps ``token_times``."""
+        table = simulate_deployment(self.workload, deployment or self.deployment)
+        if not self.token_times:
+            table = table.drop(columns=["token_ts", "chunk_tokens"], errors="ignore")
+        return table
+
+    @property
+    def data_file(self) -> str:
+        return f"case_{self.name}.csv"
+
+
+_CHAT_PROMPTS = LogNormal(512, 0.6, 16, 4096)
+_CHAT_ANSWERS = LogNormal(128, 0.6, 8, 1024)
+
+CASE_STUDIES: dict[str, CaseStudy] = {
+    case.name: case
+    for case in [
+        CaseStudy(
+            "healthy",
+            "A chat assistant at 4 requests/s on one H100: short prompts, short answers.",
+            Workload(600, rate=4, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=1),
+            Deployment(engine=V0_ENGINE),
+            expected=None,
+        ),
+        CaseStudy(
+            "overloaded",
+            "The same kind of service after a launch: 21 requests/s of 1k-token prompts and "
+            "256-token answers on one H100.",
+            Workload(
+                1500,
+                rate=21,
+                prompt_tokens=LogNormal(1024, 0.5, 16, 8192),
+                output_tokens=LogNormal(256, 0.5, 8, 2048),
+                seed=2,
+            ),
+            Deployment(engine=V0_ENGINE),
+            expected="overload",
+            fix={"n_gpus": 2},
+            fix_description="serve it on two H100s with tensor parallelism (n_gpus=2)",
+        ),
+        CaseStudy(
+            "long_prompts",
+            "Document question answering: 6k–32k-token prompts, one request every 2 s, on one "
+            "H100 (no chunked prefill, --max-model-len 32768).",
+            Workload(
+                200,
+                rate=0.5,
+                prompt_tokens=Uniform(6000, 32000),
+                output_tokens=LogNormal(128, 0.5, 8, 1024),
+                seed=3,
+            ),
+            Deployment(engine=LONG_V0_ENGINE),
+            expected="too_slow",
+            fix={"n_gpus": 4, "kv_dtype": "fp8"},
+            fix_description="four H100s with tensor parallelism (n_gpus=4: prefill FLOPs per GPU "
+            "fall fourfold) and an FP8 KV cache (kv_dtype='fp8': each decode step at 32k tokens of "
+            "context reads half the KV bytes; TP = 4 alone leaves TPOT p90 at ~23 ms, because "
+            "attention over a long context with 8 heads per GPU keeps few SMs busy)",
+            token_times=True,
+        ),
+        CaseStudy(
+            "kv_exhausted",
+            "A summariser (2k-token prompts, 600-token answers, 4 requests/s) on an H100 the "
+            "engine was told to use only 28 % of (gpu_memory_utilization=0.28, e.g. to share it).",
+            Workload(
+                600,
+                rate=4,
+                prompt_tokens=LogNormal(2000, 0.4, 16, 8192),
+                output_tokens=LogNormal(600, 0.4, 8, 4096),
+                seed=4,
+            ),
+            # 28 % of the 81,559 MiB nvidia-smi reports leaves the KV cache about 5.8 GB
+            Deployment(engine=replace(V0_ENGINE, gpu_memory_utilization=0.28)),
+            expected="kv_pressure",
+            fix={"engine": replace(V0_ENGINE, gpu_memory_utilization=0.9)},
+            fix_description="give the engine 90 % of the GPU (gpu_memory_utilization=0.9)",
+        ),
+        CaseStudy(
+            "prefill_interference",
+            "A chat service where 30 % of requests paste an 8k-token document: 3 requests/s, "
+            "short answers (32 tokens), chunked prefill off (V0-like engine).",
+            Workload(
+                800,
+                rate=3,
+                prompt_tokens=Empirical((8000,) * 3 + (200,) * 7),
+                output_tokens=LogNormal(32, 0.3, 16, 1024),
+                seed=5,
+            ),
+            Deployment(engine=LONG_V0_ENGINE),
+            expected="interference",
+            fix={
+                "engine": replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
+            },
+            fix_description="turn on chunked prefill with a 384-token step budget, so a document "
+            "is split over ~21 steps and decodes keep running between the chunks (the stalls go; "
+            "each chunk still costs its compute, so a smaller budget trades the documents' TTFT "
+            "for smoother decoding)",
+            token_times=True,
+        ),
+        CaseStudy(
+            "head_of_line",
+            "A chat service on a V1-like engine (chunked prefill on, 2,048-token steps) where one "
+            "request in twenty pastes a 50k-token report: 1 request/s.",
+            Workload(
+                600,
+                rate=1.0,
+                prompt_tokens=Empirical((50000,) + (300,) * 19),
+                output_tokens=LogNormal(64, 0.3, 16, 1024),
+                seed=6,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="head_of_line",
+            fix={"n_gpus": 4},
+            fix_description="four H100s with tensor parallelism (n_gpus=4): each long prefill, "
+            "and so the wait behind it, shrinks about fourfold (routing long prompts to their "
+            "own replica would also do)",
+            token_times=True,
+        ),
+        CaseStudy(
+            "busy",
+            "The 1k-token chat service on a V1-like engine (chunked prefill on) at 15 "
+            "requests/s: the server keeps up, TTFT is fine, TPOT is not.",
+            Workload(
+                1500,
+                rate=15,
+                prompt_tokens=LogNormal(1024, 0.5, 16, 8192),
+                output_tokens=LogNormal(256, 0.5, 8, 2048),
+                seed=7,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="overload",
+            fix={"replicas": 2},
+            fix_description="a second replica (replicas=2): each engine decodes half as many "
+            "requests together",
+        ),
+        CaseStudy(
+            "ramp",
+            "Traffic that grows from 3 to 25 requests/s over 80 s (1k-token prompts, "
+            "256-token answers, V1-like engine): fine at first, overloaded at the end.",
+            RampWorkload(
+                1200,
+                rate=3,
+                rate_end=25,
+                prompt_tokens=LogNormal(1024, 0.5, 16, 8192),
+                output_tokens=LogNormal(256, 0.5, 8, 2048),
+                seed=8,
+            ),
+            Deployment(engine=V1_ENGINE),
+            expected="overload",
+            fix={"n_gpus": 2},
+            fix_description="tensor parallelism over two H100s (n_gpus=2)",
+        ),
+        CaseStudy(
+            "slow_gpu",
+            "Llama-3.1-8B in BF16 on one L4 (300 GB/s) for a chat service with a 20 ms TPOT "
+            "target, at a light 0.3 requests/s.",
+            Workload(
+                300, rate=0.3, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=9
+            ),
+            Deployment(gpu="l4", engine=V1_ENGINE),
+            expected="too_slow",
+            fix={"weight_dtype": "fp8", "n_gpus": 4},
+            fix_description="FP8 weights on four L4s with tensor parallelism: an eighth of the "
+            "weight bytes per GPU per step (two L4s in FP8 still miss 20 ms: the fixed per-layer "
+            "cost of each step does not shrink with the weights)",
+        ),
+    ]
+}
+
+
+def write_case_logs(directory: str | Path) -> list[Path]:
+    """Simulate every case study as found and write ``case_<name>.csv`` into ``directory``
+    (several replicas: one log, with a ``replica`` column).
+
+    Times (``token_ts`` too, space-separated) are written to the microsecond, far finer than
+    any rule in ``diagnose`` (``llminfer.bench.results.write_log``).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for case in CASE_STUDIES.values():
+        paths.append(write_log(case.requests(), directory / case.data_file))
+    return paths

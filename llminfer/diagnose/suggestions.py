@@ -1,0 +1,241 @@
+"""What to change for each cause ``diagnose`` names, and what each change trades away.
+
+Every suggestion is a setting of a modern engine (vLLM names) or of the deployment — not
+continuous batching or PagedAttention, which every current engine already has. A suggestion is
+left out when the deployment already has it (chunked prefill on, KV cache already FP8, ...);
+when the engine's settings are unknown, a suggestion that depends on them says "if" instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llminfer.sim.simulate import EngineConfig
+
+#: Below this many tokens a prefill chunk already leaves decodes running between chunks.
+SMALL_CHUNK_TOKENS = 2048
+#: gpu_memory_utilization at or above this leaves nothing worth raising.
+HIGH_MEMORY_UTILIZATION = 0.9
+_NARROW = {"fp8", "int8", "int4", "fp4", "nvfp4"}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One change: ``key`` (stable name a program can test), ``action`` (what to set, vLLM
+    option names where they exist), ``trades`` (what it costs), ``chapter`` that explains it.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    key: str
+    action: str
+    trades: str
+    chapter: str = "05_optimizations"
+
+    def __str__(self) -> str:
+        return f"{self.action} — trades: {self.trades}"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What ``diagnose`` knows of the deployment: ``engine`` (None = unknown), GPUs per
+    replica ``n_gpus``, ``replicas``, dtypes; and what the log showed: ``tpot_misses`` (TPOT
+    misses its target too), ``decoding_p50`` (requests decoding together, median).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+
+    engine: EngineConfig | None = None
+    n_gpus: int = 1
+    replicas: int = 1
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    tpot_misses: bool = False
+    decoding_p50: float = float("nan")
+
+
+def _replica(s: Setup) -> Suggestion:
+    return Suggestion(
+        "add_replica",
+        f"add a replica ({s.replicas} → {s.replicas + 1}, each on {s.n_gpus} GPU(s)) behind the "
+        "load balancer",
+        "GPUs; each replica sees a smaller share of the load, but a request alone is no faster: "
+        "it cures a queue, not a TPOT that misses at the load each replica still gets",
+    )
+
+
+def _tp(s: Setup) -> Suggestion:
+    return Suggestion(
+        "tensor_parallel",
+        f"tensor parallelism {s.n_gpus} → {2 * s.n_gpus} GPUs per replica "
+        f"(--tensor-parallel-size {2 * s.n_gpus})",
+        "GPUs and an all-reduce every layer; every step gets faster (more FLOP/s and bandwidth) "
+        "and the KV cache grows, but throughput per GPU falls",
+    )
+
+
+def _quantise(s: Setup) -> Suggestion | None:
+    if s.weight_dtype in _NARROW:
+        return None
+    return Suggestion(
+        "quantise_weights",
+        f"quantise the weights ({s.weight_dtype} → fp8, W8A8 on Hopper; or int4 weight-only)",
+        "accuracy to re-check on your task; weights read per decode step halve (fp8) and the "
+        "memory freed goes to the KV cache",
+    )
+
+
+def _kv_fp8(s: Setup, gain: str = "twice the tokens fit in the same memory") -> Suggestion | None:
+    if s.kv_dtype in _NARROW:
+        return None
+    return Suggestion(
+        "kv_cache_fp8",
+        f"store the KV cache in FP8 (--kv-cache-dtype fp8, now {s.kv_dtype})",
+        f"a small accuracy risk from the scale factors; {gain}",
+        "04_memory_budget",
+    )
+
+
+def _memory_utilization(s: Setup) -> Suggestion | None:
+    e = s.engine
+    if e is not None and e.gpu_memory_utilization >= HIGH_MEMORY_UTILIZATION:
+        return None
+    now = f"now {e.gpu_memory_utilization:g}" if e else "if it is below 0.9"
+    return Suggestion(
+        "raise_gpu_memory_utilization",
+        f"raise --gpu-memory-utilization to 0.9–0.95 ({now})",
+        "memory other processes on the GPU could use, and less headroom against out-of-memory "
+        "in activations",
+        "04_memory_budget",
+    )
+
+
+def _fewer_seqs(s: Setup, purpose: str) -> Suggestion | None:
+    e = s.engine
+    target = s.decoding_p50
+    if e is not None and target == target and e.max_num_seqs <= max(1, int(target) // 2):
+        return None
+    now = f"now {e.max_num_seqs}" if e else "from its current value"
+    return Suggestion(
+        "lower_max_num_seqs",
+        f"lower --max-num-seqs ({now}) {purpose}",
+        "fewer requests run at once: throughput falls and the queue (TTFT) grows under the same "
+        "load",
+    )
+
+
+def _chunked_on(s: Setup) -> Suggestion | None:
+    e = s.engine
+    if e is not None and e.chunked_prefill:
+        return None
+    return Suggestion(
+        "enable_chunked_prefill",
+        "turn on chunked prefill (--enable-chunked-prefill, with --max-num-batched-tokens "
+        f"≤ {SMALL_CHUNK_TOKENS})" + ("" if e else ", if it is off"),
+        "long prompts' own TTFT rises a little (their prefill is split over several steps)",
+    )
+
+
+def _smaller_chunk(s: Setup) -> Suggestion | None:
+    e = s.engine
+    if e is None or not e.chunked_prefill or e.max_num_batched_tokens <= SMALL_CHUNK_TOKENS:
+        return None
+    return Suggestion(
+        "smaller_prefill_chunk",
+        f"lower --max-num-batched-tokens {e.max_num_batched_tokens} → "
+        f"{SMALL_CHUNK_TOKENS} (smaller prefill chunks)",
+        "more steps per long prompt: its TTFT and the prefill throughput fall a little",
+    )
+
+
+def _disaggregate() -> Suggestion:
+    return Suggestion(
+        "disaggregate",
+        "disaggregate prefill and decode onto separate GPUs (DistServe-style)",
+        "at least two GPU pools to size, and a KV-cache transfer per request over the interconnect",
+    )
+
+
+def _speculative() -> Suggestion:
+    return Suggestion(
+        "speculative_decoding",
+        "speculative decoding (a draft model or n-gram/EAGLE proposer)",
+        "a draft's compute and memory; pays at small batches only — at large batches the "
+        "verification is no longer a free decode step",
+    )
+
+
+def _separate_long() -> Suggestion:
+    return Suggestion(
+        "separate_long_prompts",
+        "send long prompts to their own replica (or --scheduling-policy priority for short ones)",
+        "a replica that idles when long prompts are rare, or long prompts that wait longer",
+    )
+
+
+def _prefix_caching(s: Setup) -> Suggestion | None:
+    e = s.engine
+    if e is not None and e.prefix_caching:
+        return None
+    return Suggestion(
+        "prefix_caching",
+        "turn on prefix caching (--enable-prefix-caching)" + ("" if e else ", if it is off"),
+        "KV memory held by cached blocks; helps only prompts that share a prefix",
+    )
+
+
+def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggestion, ...]:
+    """The changes worth trying for ``cause`` (see ``llminfer.diagnose.findings.CAUSES``), best
+    first,
+    leaving out what ``setup`` already has. ``detail`` narrows a cause: ``"ttft"`` or
+    ``"tpot"`` for ``too_slow`` and ``overload``.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    if cause is None or cause in ("failures", "unexplained"):
+        return ()
+    if cause == "overload":
+        # Two replicas double throughput; TP = 2 also shortens every step. When TPOT misses too,
+        # the load each replica would still carry keeps TPOT high: TP first.
+        scale = (
+            [_tp(setup), _replica(setup)]
+            if setup.tpot_misses
+            else [
+                _replica(setup),
+                _tp(setup),
+            ]
+        )
+        rest = [_quantise(setup)]
+        if detail == "tpot":
+            rest.append(_fewer_seqs(setup, "to cap the batch that sets TPOT"))
+            rest.append(_smaller_chunk(setup))
+        out = scale + rest
+    elif cause == "kv_pressure":
+        out = [
+            _memory_utilization(setup),
+            _kv_fp8(setup),
+            _fewer_seqs(setup, "so the requests admitted fit the cache"),
+            _quantise(setup),
+            _tp(setup),
+        ]
+    elif cause == "head_of_line":
+        out = [_separate_long(), _tp(setup), _prefix_caching(setup), _disaggregate()]
+    elif cause == "interference":
+        out = [_chunked_on(setup), _smaller_chunk(setup), _disaggregate()]
+    elif cause == "too_slow":
+        if detail == "ttft":
+            out = [_tp(setup), _prefix_caching(setup), _quantise(setup)]
+        else:
+            out = [
+                _quantise(setup),
+                _kv_fp8(
+                    setup,
+                    "each decode step reads half the KV bytes, which at long contexts are "
+                    "most of what it reads",
+                ),
+                _speculative(),
+                _tp(setup),
+            ]
+    else:
+        raise ValueError(f"cause={cause!r} is not one of llminfer.diagnose.findings.CAUSES")
+    return tuple(s for s in out if s is not None)

@@ -1,0 +1,128 @@
+"""Importers: what real benchmark tools wrote → llminfer's request log, or their own summary.
+
+One module per tool — ``vllm``, ``sglang``, ``aiperf``, ``genai_perf``, ``llmperf``,
+``guidellm`` — each with ``detect(doc)`` (``"requests"``, ``"summary"`` or None), ``read(doc)``
+(an ``Imported``: rows in the request-log schema, the assumptions made, the tool's run window)
+and ``read_summary(doc)`` (a ``ToolSummary``). This registry reads a file once (plain, ``.gz``
+or Parquet, JSON or JSON Lines — recognised by content, never by suffix), asks each tool whether
+it knows it, and dispatches. Adding a tool is adding one module to ``TOOLS``.
+
+The tools' metric definitions, with sources, are in ``docs/metric-definitions.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llminfer.logs.importers import _files, aiperf, genai_perf, guidellm, llmperf, sglang, vllm
+from llminfer.logs.importers._files import Document, ExportError, load, problem
+from llminfer.logs.importers.records import Imported, ToolSummary
+
+#: Tool modules in the order they are asked (the most specific shapes first).
+TOOLS = {m.FORMAT: m for m in (sglang, vllm, genai_perf, aiperf, llmperf, guidellm)}
+#: Formats ``read`` accepts besides the tools: a request-log table as CSV or Parquet.
+TABLES = ("csv", "parquet")
+
+__all__ = [
+    "TOOLS",
+    "Document",
+    "ExportError",
+    "Imported",
+    "ToolSummary",
+    "detect_format",
+    "read",
+    "read_summary",
+]
+
+
+def _path(path: str | Path) -> Path:
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path={path!r} must be a file path (str or Path)")
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path={str(path)!r}: no such file")
+    return path
+
+
+def _what_was_looked_for() -> str:
+    return (
+        "looked for: a request-log CSV or Parquet table; vLLM benchmark_serving/bench serve "
+        "result JSON (ttfts, output_lens); SGLang bench_serving JSON Lines (mean_e2e_latency_ms,"
+        " --output-details arrays); AIPerf profile_export.jsonl (metadata.request_start_ns or "
+        "timestamp_ns); GenAI-Perf profile_export.json (experiments); llmperf "
+        "*_individual_responses.json (ttft_s, end_to_end_latency_s) or *_summary.json; "
+        "GuideLLM benchmarks.json (benchmarks); AIPerf/GenAI-Perf aggregate JSON; "
+        "GenAI-Perf *_genai_perf.csv (read_summary only)"
+    )
+
+
+def _classify(doc: Document) -> tuple[str, str]:
+    """(format, "requests" | "summary" | "table") of a parsed file, or an ExportError."""
+    if doc.kind in TABLES:
+        return doc.kind, "table"
+    for name, tool in TOOLS.items():
+        kind = tool.detect(doc)
+        if kind:
+            return name, kind
+    raise problem(doc.name, "", f"is not a format llminfer knows; {_what_was_looked_for()}")
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a file, from its content: ``csv``, ``parquet`` or a tool in ``TOOLS``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    return _classify(load(_path(path)))[0]
+
+
+def read(path: str | Path, format: str = "auto") -> tuple[str, Imported | None]:
+    """Read a tool export into request-log rows: ``(format, Imported)``.
+
+    For ``csv`` the second item is None (``llminfer.logs`` reads CSVs itself). A summary-only
+    file raises an ``ExportError`` that says so and names ``read_summary``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    path = _path(path)
+    if format == "csv":
+        return "csv", None
+    doc = load(path)
+    if format == "auto":
+        format, _ = _classify(doc)
+    if format == "csv":
+        return "csv", None
+    if format == "parquet":
+        if doc.table is None:
+            raise problem(doc.name, "", "is not a Parquet file")
+        return "parquet", Imported(doc.table, ["read as a request-log table (Parquet)"])
+    if format not in TOOLS:
+        raise ValueError(
+            f"format={format!r} is not known; use auto, csv, parquet or one of {', '.join(TOOLS)}"
+        )
+    tool = TOOLS[format]
+    if tool.detect(doc) is None:
+        raise problem(doc.name, "", f"is not {format} output; {_what_was_looked_for()}")
+    return format, tool.read(doc)
+
+
+def read_summary(path: str | Path) -> ToolSummary:
+    """A tool's own aggregates — from a summary file or the run figures of a result file — in
+    llminfer's names and units: ``to_dict()`` uses ``summarize``'s keys (``ttft_s_mean``,
+    ``ttft_s_p99``, ``e2e_s_mean``, ``output_tps``, ``rps``, ``n_requests``, …) plus
+    ``itl_s_mean/p50/p99`` for what the tool calls ITL; ``names`` gives each figure's name in the
+    tool. Seconds, requests/s, tokens/s.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    doc = load(_path(path))
+    if doc.kind == "csv" and genai_perf.is_summary_csv(_files._head(doc.path, 4096)):
+        return genai_perf.read_summary_csv(doc.path)
+    format, _ = _classify(doc)
+    if format in TABLES:
+        raise problem(
+            doc.name,
+            "",
+            "is a request-log table, not a tool's summary: summarise it "
+            "with llminfer.summarize(read_requests(path))",
+        )
+    return TOOLS[format].read_summary(doc)

@@ -1,0 +1,275 @@
+"""NVIDIA AIPerf (ai-dynamo/aiperf) ``profile_export.jsonl`` records and the aggregate JSON that
+AIPerf (``profile_export_aiperf.json``) and GenAI-Perf (``profile_export_genai_perf.json``) write.
+
+Records, one JSON object a line (``aiperf/common/models/record_models.py``, ``MetricRecordInfo``):
+
+- current (v0.2 on): ``metadata`` with ``x_request_id``, ``request_start_ns``,
+  ``request_ack_ns``, ``request_end_ns`` (epoch ns), ``benchmark_phase`` (``warmup`` or
+  ``profiling``), ``was_cancelled``; ``metrics`` with ``time_to_first_token``,
+  ``request_latency``, ``inter_token_latency``, ``inter_chunk_latency`` (a list),
+  ``input_sequence_length``, ``output_sequence_length`` — each ``{"value", "unit"}``; ``error``
+  null or ``{"code", "type", "message"}``.
+- v0.1.x: ``metadata`` with ``timestamp_ns`` (request start, epoch ns), ``credit_phase``,
+  ``conversation_id``, ``turn_index``, ``worker_id``, ``error``; metric ``ttft`` instead of
+  ``time_to_first_token``.
+
+Aggregates (docs/tutorials/working-with-profile-exports.md): one object, each metric
+``{"unit", "avg", "min", "max", "p1" … "p99", "std"}`` at the top level (v0.1.x: under
+``records``, keyed by tag or as a list with ``tag``), plus ``request_throughput``,
+``output_token_throughput``, ``benchmark_duration``, ``request_count``, ``error_request_count``.
+AIPerf's ``inter_token_latency`` is (E2E − TTFT)/(N − 1) per request, the quantity vLLM calls
+TPOT; its chunk gaps are ``inter_chunk_latency``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from llminfer.logs.importers._files import Document, number, numbers, problem
+from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
+
+FORMAT = "aiperf"
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
+#: Aggregate metric names (AIPerf and GenAI-Perf) → (llminfer metric, definition row).
+_AGGREGATES = {
+    "time_to_first_token": ("ttft_s", ""),
+    "ttft": ("ttft_s", ""),
+    "request_latency": ("e2e_s", ""),
+    "inter_token_latency": ("itl_s", "genai_perf_itl"),
+}
+_RATES = {
+    "request_throughput": "rps",
+    "output_token_throughput": "output_tps",
+    "benchmark_duration": "window_s",
+    "request_count": "n_ok",
+    "error_request_count": "n_failed",
+    "goodput": "goodput_rps",
+}
+
+
+def _is_record(record) -> bool:
+    if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
+        return False
+    meta = record["metadata"]
+    return "request_start_ns" in meta or "timestamp_ns" in meta
+
+
+def _aggregate_metrics(data) -> dict | None:
+    """The metric → stats mapping of an aggregate JSON, or None."""
+    if not isinstance(data, dict):
+        return None
+    block = data.get("records", data)
+    if isinstance(block, list):
+        block = {r.get("tag"): r for r in block if isinstance(r, dict) and r.get("tag")}
+    if not isinstance(block, dict):
+        return None
+    found = {k: v for k, v in block.items() if isinstance(v, dict) and ("avg" in v or "p50" in v)}
+    if any(k in found for k in _AGGREGATES):
+        for name in _RATES:
+            if isinstance(data.get(name), dict) and name not in found:
+                found[name] = data[name]
+        return found
+    return None
+
+
+def detect(doc: Document) -> str | None:
+    """``"requests"`` for AIPerf records (JSON Lines), ``"summary"`` for an aggregate JSON.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if doc.kind == "jsonl" and doc.lines and _is_record(doc.lines[0][1]):
+        return "requests"
+    if doc.kind == "json" and _is_record(doc.json):  # a one-record file
+        return "requests"
+    if doc.kind == "json" and _aggregate_metrics(doc.json) is not None:
+        return "summary"
+    return None
+
+
+def _seconds(metrics: dict, names: tuple[str, ...], path, where: str):
+    for name in names:
+        item = metrics.get(name)
+        if item is None:
+            continue
+        if not isinstance(item, dict):
+            raise problem(path, f"{where}, metrics.{name}", "must be an object {value, unit}")
+        unit = item.get("unit", "ms")
+        if unit not in _UNIT_SECONDS:
+            raise problem(
+                path,
+                f"{where}, metrics.{name}.unit",
+                f"{unit!r} is not a time unit (known: {', '.join(_UNIT_SECONDS)})",
+            )
+        value = item.get("value")
+        if isinstance(value, list):
+            return (
+                np.asarray(numbers(value, path, f"{where}, metrics.{name}.value"))
+                * _UNIT_SECONDS[unit]
+            )
+        return (
+            number(value, path, f"{where}, metrics.{name}.value", allow_none=True)
+            * _UNIT_SECONDS[unit]
+        )
+    return None
+
+
+def read(doc: Document) -> Imported:
+    """AIPerf records → ``Imported`` (warm-up records excluded and counted).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if detect(doc) == "summary":
+        raise problem(
+            doc.name,
+            "",
+            "is an AIPerf/GenAI-Perf aggregate (profile_export_aiperf.json): it holds no "
+            "per-request records; read profile_export.jsonl beside it, or read this one with "
+            "llminfer.read_summary()",
+        )
+    records = doc.lines if doc.lines is not None else [(1, doc.json)]
+    rows, warmup, old = [], 0, 0
+    for line, record in records:
+        where = f"line {line}"
+        if not _is_record(record):
+            raise problem(
+                doc.name,
+                where,
+                "is not an AIPerf record (no metadata.request_start_ns or metadata.timestamp_ns)",
+            )
+        meta = record["metadata"]
+        metrics = record.get("metrics") or {}
+        if not isinstance(metrics, dict):
+            raise problem(doc.name, f"{where}, field 'metrics'", "must be an object")
+        phase = meta.get("benchmark_phase", meta.get("credit_phase"))
+        if str(phase).lower() == "warmup":
+            warmup += 1
+            continue
+        if "request_start_ns" in meta:
+            start = (
+                number(meta["request_start_ns"], doc.name, f"{where}, metadata.request_start_ns")
+                * 1e-9
+            )
+        else:
+            start = number(meta["timestamp_ns"], doc.name, f"{where}, metadata.timestamp_ns") * 1e-9
+            old += 1
+        error = record.get("error") or meta.get("error")
+        failed = bool(error) or bool(meta.get("was_cancelled"))
+        ttft = _seconds(metrics, ("time_to_first_token", "ttft"), doc.name, where)
+        latency = _seconds(metrics, ("request_latency",), doc.name, where)
+        if (latency is None or math.isnan(latency)) and meta.get("request_end_ns") is not None:
+            latency = (
+                number(meta["request_end_ns"], doc.name, f"{where}, metadata.request_end_ns") * 1e-9
+                - start
+            )
+        gaps = _seconds(metrics, ("inter_chunk_latency",), doc.name, where)
+        tokens = {}
+        for key in ("input_sequence_length", "output_sequence_length"):
+            item = metrics.get(key)
+            value = item.get("value") if isinstance(item, dict) else item
+            tokens[key] = number(value, doc.name, f"{where}, metrics.{key}", allow_none=True)
+        if not failed:
+            for name, value in (("time_to_first_token", ttft), ("request_latency", latency)):
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    raise problem(
+                        doc.name,
+                        f"{where}, metrics.{name}",
+                        "is missing for a request without an error",
+                    )
+        empty = not failed and tokens["output_sequence_length"] == 0
+        bad = failed or empty
+        first = math.nan if bad else start + ttft
+        message = ""
+        if isinstance(error, dict):
+            message = str(error.get("message") or error.get("type") or error.get("code") or "error")
+        elif error:
+            message = str(error)
+        elif meta.get("was_cancelled"):
+            message = "cancelled"
+        token_ts = None
+        if gaps is not None and not bad and isinstance(gaps, np.ndarray) and gaps.size:
+            token_ts = first + np.concatenate(([0.0], np.cumsum(gaps)))
+        rows.append(
+            {
+                "request_id": str(
+                    meta.get("x_request_id") or record.get("record_id") or f"aiperf-{line}"
+                ),
+                "start_ts": start,
+                "first_token_ts": first,
+                "end_ts": math.nan if bad else start + latency,
+                "input_tokens": tokens["input_sequence_length"],
+                "output_tokens": tokens["output_sequence_length"],
+                "status": "failed" if bad else "ok",
+                "error": "empty response" if empty else message,
+                "token_ts": token_ts,
+            }
+        )
+    if not rows:
+        raise problem(doc.name, "", f"holds no profiling records ({warmup} warm-up record(s) only)")
+    frame = pd.DataFrame(rows)
+    if frame["request_id"].duplicated().any():  # ids repeat across multi-turn sessions
+        frame["request_id"] = [f"{r}#{i}" for i, r in enumerate(frame["request_id"])]
+    assumptions = [
+        "AIPerf's own ITL is (E2E − TTFT)/(N − 1) per request (llminfer's TPOT); its chunk gaps "
+        "(inter_chunk_latency) → token_ts"
+    ]
+    if old:
+        assumptions.append(
+            f"{old} record(s) in the v0.1 layout (metadata.timestamp_ns, metric ttft)"
+        )
+    if warmup:
+        assumptions.append(f"{warmup} warm-up record(s) excluded, as AIPerf excludes them")
+    return Imported(frame, assumptions)
+
+
+def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
+    """An aggregate JSON (AIPerf or GenAI-Perf) → ``ToolSummary`` in seconds and per second.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if detect(doc) == "requests":  # records: the aggregate AIPerf wrote beside them
+        stem = doc.path.name.split(".")[0]
+        sibling = doc.path.with_name(f"{stem}_aiperf.json")
+        if not sibling.is_file():
+            raise problem(
+                doc.name,
+                "",
+                f"is AIPerf per-request output; its aggregate ({sibling.name}) is not beside it",
+            )
+        from llminfer.logs.importers._files import load
+
+        return read_summary(load(sibling), tool)
+    found = _aggregate_metrics(doc.json)
+    if found is None:
+        raise problem(doc.name, "", "holds no AIPerf/GenAI-Perf aggregate metrics")
+    values, names, definitions = {}, {}, {}
+    for name, stats in found.items():
+        unit = str(stats.get("unit", ""))
+        if name in _AGGREGATES:
+            metric, definition = _AGGREGATES[name]
+            if unit not in _UNIT_SECONDS:
+                raise problem(doc.name, f"field {name}.unit", f"{unit!r} is not a time unit")
+            for word, value in stats.items():
+                stat = stat_key(word)
+                if stat is None or not isinstance(value, (int, float)):
+                    continue
+                key = f"{metric}_{stat}"
+                values[key] = float(value) * _UNIT_SECONDS[unit]
+                names[key] = f"{name}.{word}"
+                if definition:
+                    definitions[key] = definition
+        elif name in _RATES and isinstance(stats.get("avg"), (int, float)):
+            values[_RATES[name]], names[_RATES[name]] = float(stats["avg"]), f"{name}.avg"
+    if "n_ok" in values:  # AIPerf's request_count counts valid requests only
+        ok, ok_name = values.pop("n_ok"), names.pop("n_ok")
+        values["n_requests"] = ok + values.get("n_failed", 0.0)
+        names["n_requests"] = f"{ok_name} + error_request_count.avg"
+    notes = (
+        f"{tool}'s inter_token_latency is (E2E − TTFT)/(N − 1) per request — llminfer's TPOT, "
+        "not its chunk-gap ITL",
+        f"{tool} counts output tokens with the client's tokenizer unless told to use the "
+        "server's usage",
+    )
+    return ToolSummary(tool, doc.name, values, names, definitions, notes)

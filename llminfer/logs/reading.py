@@ -1,0 +1,200 @@
+"""Chapter 6: read a request log — the article's CSV, a DataFrame, another benchmark tool's
+export, or many files at once — into one ``RequestLog`` (``llminfer.logs.schema``), never
+dropping a row silently.
+
+One file: a delimited text table is decoded by ``llminfer.logs.logfile`` and checked row by row
+by ``llminfer.logs.validation`` (so errors can name file lines); JSON, JSON Lines and Parquet go
+to the tool importers (``llminfer.logs.importers``).
+
+Many files (a directory or a glob, ``llminfer.logs.discovery``): ``read_log_files`` reads each
+file as above (so every row-level check applies) and adds ``source``: the file's path relative
+to the directory or the glob's fixed part (``replica-0.csv``). Request ids need only be unique
+within a file (two replicas may both number from ``r1``); ``(source, request_id)`` identifies a
+request. Rejected rows carry ``source`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from llminfer.logs import importers, logfile
+from llminfer.logs.discovery import is_many, log_files
+from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogSource, RequestLog
+from llminfer.logs.validation import _time_scale, validate_requests
+
+#: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
+FORMATS = (
+    "auto",
+    "csv",
+    "parquet",
+    "dataframe",
+    "vllm",
+    "sglang",
+    "genai-perf",
+    "aiperf",
+    "llmperf",
+    "guidellm",
+)
+
+
+def read_requests(
+    source: str | Path | pd.DataFrame,
+    format: str = "auto",
+    on_error: str = "raise",
+    time_unit: str | None = None,
+) -> RequestLog:
+    """Read a request log from a CSV path, a DataFrame or another tool's export.
+
+    ``source`` may also be a directory or a glob of CSV, CSV.gz or Parquet files (one replica or
+    one hour each): they load as one log with a ``source`` column naming each request's file
+    (``read_log_files``).
+
+    ``format``: ``"auto"`` (recognised by the file's content, plain or compressed), or one of
+    ``csv``, ``parquet``, ``dataframe``, ``vllm``, ``sglang``, ``genai-perf``, ``aiperf``,
+    ``llmperf``, ``guidellm``. A tool's problems raise a ValueError naming file, record and
+    field; a summary-only file says so (read it with ``llminfer.read_summary``). Bad rows
+    (missing or non-numeric values, NaN, negative or fractional token counts, start > first
+    token > end out of order, duplicate ids) raise a ``BadRowsError`` (a ValueError) naming
+    row, file line, column and value; with ``on_error="report"`` the valid rows load and
+    ``.rejected`` lists every problem. Times in seconds, token counts as integers.
+
+    ``time_unit``: the unit of the times in a CSV or DataFrame log, ``"s"``, ``"ms"``,
+    ``"us"`` or ``"ns"``; they are converted to seconds. ``None`` (the default) means seconds;
+    a CSV file's times are checked: one implausible as seconds (``TIME_UNIT_RULE``) is refused
+    with a message suggesting ``time_unit`` — never rescaled by a guess. (A DataFrame is the
+    program's own data: it is not second-guessed.) Tool exports state their own units.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r} is not known; use one of {', '.join(FORMATS)}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error={on_error!r} must be 'raise' or 'report'")
+    _time_scale(time_unit)  # checks it
+    if isinstance(source, pd.DataFrame):
+        if format not in ("auto", "dataframe"):
+            raise ValueError(f"format={format!r} needs a file path; a DataFrame is 'dataframe'")
+        return validate_requests(source, LogSource("dataframe"), on_error, time_unit)
+    if not isinstance(source, (str, Path)):
+        raise ValueError(
+            f"source={source!r} must be a path (str or Path) or a pandas DataFrame, "
+            f"not {type(source).__name__}"
+        )
+    path = Path(source)
+    if is_many(path):  # a directory or a glob: one log with a 'source' column
+        return read_log_files(path, format, on_error, time_unit)
+    logfile.check_path(path)
+    if format == "dataframe":
+        raise ValueError("format='dataframe' needs a DataFrame, not a path")
+    # A delimited text table is read here, where its row-level checks and line numbers live;
+    # anything structured (JSON, JSON Lines, Parquet) goes to the tool importers.
+    if format == "csv" or (format == "auto" and not logfile.is_structured(path)):
+        frame, assumptions = logfile.read_csv_file(path)
+        where = LogSource("csv", str(path), tuple(assumptions))
+        try:
+            # The frame was read here and is held by no one else: the log may keep its arrays.
+            return validate_requests(frame, where, on_error, time_unit, copy=False)
+        except BadRowsError as error:
+            # Name the file line of each row shown (blank lines and quoted line breaks count).
+            error.lines = logfile.record_lines(path, error.rejected["row"].head(_SHOWN))
+            raise
+    try:
+        format, imported = importers.read(path, format)
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+        # An export of another shape than the format says: name the file, format and problem.
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(
+            f"source={str(path)!r} does not have the shape of a {format} export: "
+            f"{type(exc).__name__}: {' '.join(what.split())}; check --format/format= "
+            "or the file"
+        ) from exc
+    if imported is None:  # a structured file that is a plain table after all
+        frame, assumptions = logfile.read_csv_file(path)
+        return validate_requests(
+            frame, LogSource("csv", str(path), tuple(assumptions)), on_error, time_unit
+        )
+    if format != "parquet" and time_unit not in (None, "s"):
+        raise ValueError(
+            f"time_unit={time_unit!r} applies to CSV, Parquet and DataFrame logs; a {format} "
+            "export states its own units and is converted to seconds as it is read"
+        )
+    source = LogSource(
+        format, str(path), tuple(imported.assumptions), imported.window_s, imported.starts_known
+    )
+    frame = imported.frame
+    if format == "parquet":
+        for name in ("token_ts", "chunk_tokens"):
+            if name in frame.columns:  # Parquet lists arrive as numpy arrays already
+                frame[name] = [None if c is None else np.asarray(c, float) for c in frame[name]]
+        return validate_requests(frame, source, on_error, time_unit)
+    return validate_requests(frame, source, on_error)
+
+
+def read_log_files(
+    source: str | Path | Sequence[str | Path],
+    format: str = "auto",
+    on_error: str = "raise",
+    time_unit: str | None = None,
+) -> RequestLog:
+    """Read a directory, a glob or a list of log files into one ``RequestLog``.
+
+    Each file is read by ``read_requests`` (``format``, ``on_error``, ``time_unit`` as there; its
+    format recognised by content when ``"auto"``) and its rows get ``source``: the file's
+    name relative to the directory or glob (a categorical column). Rejected rows keep their
+    0-based row within their own file and get ``source`` too. Times in seconds.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if isinstance(source, (str, Path)):
+        files, root = log_files(source)
+        where = str(source)
+    else:
+        files = [Path(p) for p in source]
+        if not files:
+            raise ValueError("source=[] names no log file")
+        root, where = Path(), ", ".join(map(str, files))
+    logs, names = [], []
+    for file in files:
+        try:
+            name = str(file.relative_to(root)) if root != Path() else str(file)
+        except ValueError:
+            name = str(file)
+        logs.append(read_requests(file, format=format, on_error=on_error, time_unit=time_unit))
+        names.append(name)
+    frames = []
+    for log, name in zip(logs, names, strict=True):
+        if "source" in log.requests.columns:
+            raise ValueError(
+                f"{name} already has a column 'source'; llminfer adds it when reading many "
+                "files (rename the column in that file)"
+            )
+        frames.append(log.requests.assign(source=name))
+    requests = pd.concat(frames, ignore_index=True)
+    requests["source"] = pd.Categorical(requests["source"], categories=names)
+    requests["status"] = pd.Categorical(requests["status"], categories=["ok", "failed"])
+    rejected = [log.rejected.assign(source=name) for log, name in zip(logs, names, strict=True)]
+    rejected = pd.concat(rejected, ignore_index=True) if rejected else logs[0].rejected
+    formats = sorted({log.source.format for log in logs})
+    assumptions = [
+        f"{name}: {said}"
+        for log, name in zip(logs, names, strict=True)
+        for said in log.source.assumptions
+    ]
+    assumptions.insert(0, f"{len(files)} file(s) read, each request's file in column 'source'")
+    return RequestLog(
+        requests=requests,
+        rejected=rejected,
+        source=LogSource(
+            "+".join(formats),
+            where,
+            tuple(assumptions),
+            window_s=None,  # the files' own windows overlap: first start → last end is used
+            starts_known=all(log.source.starts_known for log in logs),
+        ),
+    )

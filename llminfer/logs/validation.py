@@ -1,0 +1,514 @@
+"""Chapter 6: validate a request log row by row, and convert its time unit — every problem
+becomes a rejected row with its reason (``RequestLog.rejected``) or one ``BadRowsError``; no
+row is dropped or changed silently. The schema is described in ``llminfer.logs``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from llminfer.logs.schema import (
+    ARTICLE_COLUMNS,
+    BLOCK_ROWS,
+    MAX_TOKENS,
+    ON_ERROR,
+    REJECTED_COLUMNS,
+    BadRowsError,
+    LogError,
+    LogSource,
+    RequestLog,
+)
+
+_TIME_COLUMNS = ("start_ts", "first_token_ts", "end_ts")
+_TOKEN_COLUMNS = ("input_tokens", "output_tokens")
+_OK_WORDS = {"ok", "success", "succeeded", "completed", "true"}
+_FAILED_WORDS = {"failed", "failure", "fail", "error", "cancelled", "canceled", "false"}
+#: The dtype pandas gives text (``str`` from pandas 3 on, ``object`` before).
+_TEXT_DTYPE = pd.Series(["text"]).dtype
+
+
+# --- time units -----------------------------------------------------------------------------
+
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+#: Times read as seconds are refused when any of these holds (each is impossible, or all but,
+#: for a real LLM server's log in seconds, and what a log in ms/µs/ns looks like):
+#: a timestamp above 1e11 s (year 5138: epoch or monotonic clocks in ms, µs or ns are), a
+#: median TPOT above 2 s per token, or a median E2E latency above one hour.
+MAX_TIMESTAMP_S = 1e11
+MAX_MEDIAN_TPOT_S = 2.0
+MAX_MEDIAN_E2E_S = 3600.0
+TIME_UNIT_RULE = (
+    f"times read as seconds must have every timestamp below {MAX_TIMESTAMP_S:.0e} s, "
+    f"a median TPOT of at most {MAX_MEDIAN_TPOT_S:g} s per token and a median E2E of at most "
+    f"{MAX_MEDIAN_E2E_S:g} s"
+)
+
+
+def _time_scale(time_unit: str | None) -> float:
+    if time_unit is None:
+        return 1.0
+    if time_unit not in TIME_UNITS:
+        raise ValueError(
+            f"time_unit={time_unit!r} is not known; use one of {', '.join(TIME_UNITS)} "
+            "(or None: seconds, checked for plausibility)"
+        )
+    return TIME_UNITS[time_unit]
+
+
+def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok, source) -> None:
+    """Refuse times that are implausible as seconds (``TIME_UNIT_RULE``).
+
+    A median is above a limit exactly when more than half of the values are, so the rule is
+    decided by counting — one pass, no sort — and a median is computed only for the message.
+    The counting runs in blocks of ``BLOCK_ROWS`` rows: small temporaries are reused by the
+    allocator, where whole-log ones (80 MB at 10 M rows) would each be fresh memory to fault in.
+    """
+    every = bool(keep.all())
+    start, first, end = (numbers[name] if every else numbers[name][keep] for name in _TIME_COLUMNS)
+    good = ok if every else ok[keep]
+    counts = tokens if every else tokens[keep]
+    evidence = None
+    for name, values in zip(_TIME_COLUMNS, (start, first, end), strict=True):
+        largest = max(np.nanmax(values, initial=-np.inf), -np.nanmin(values, initial=np.inf))
+        if largest > MAX_TIMESTAMP_S:
+            too_big = np.abs(np.nan_to_num(values)) > MAX_TIMESTAMP_S
+            i = int(np.argmax(too_big))
+            row = int(np.flatnonzero(keep)[i])
+            evidence = f"row {row}, column {name}, value {values[i]:.6g} s"
+            break
+    if evidence is None:
+        tpot_n = tpot_above = e2e_n = e2e_above = 0
+        for lo in range(0, len(start), BLOCK_ROWS):
+            part = slice(lo, lo + BLOCK_ROWS)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                tpot = (end[part] - first[part]) / (counts[part] - 1)
+                e2e = end[part] - start[part]
+                tpot_ok = good[part] & (counts[part] > 1) & np.isfinite(tpot)
+                e2e_ok = good[part] & np.isfinite(e2e)
+                tpot_n += int(np.count_nonzero(tpot_ok))
+                tpot_above += int(np.count_nonzero(tpot_ok & (tpot > MAX_MEDIAN_TPOT_S)))
+                e2e_n += int(np.count_nonzero(e2e_ok))
+                e2e_above += int(np.count_nonzero(e2e_ok & (e2e > MAX_MEDIAN_E2E_S)))
+        if tpot_above * 2 > tpot_n:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                tpot = (end - first) / (counts - 1)
+            median = np.median(tpot[good & (counts > 1) & np.isfinite(tpot)])
+            evidence = f"the median TPOT would be {median:.4g} s per token"
+        elif e2e_above * 2 > e2e_n:
+            e2e = end - start
+            evidence = (
+                f"the median E2E latency would be {np.median(e2e[good & np.isfinite(e2e)]):.4g} s"
+            )
+    if evidence is None:
+        return
+    where = f"source={source.path!r}: the times" if source.path else "the log's times"
+    raise LogError(
+        f"{where} do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
+        "Are they milliseconds, microseconds or nanoseconds?",
+        " Pass time_unit='ms', 'us' or 'ns' to convert them, or time_unit='s' if they really "
+        "are seconds.",
+        " Run again with --time-unit ms, us or ns to convert them, or --time-unit s if they "
+        "really are seconds.",
+    )
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+class _Problems:
+    """Collects (rows, column, values, reason) vectorised, one entry per kind of problem."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.parts: list[pd.DataFrame] = []
+        self.bad = np.zeros(n, dtype=bool)
+
+    def add(self, mask: np.ndarray, column: str, values, reason: str) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            return
+        rows = np.flatnonzero(mask)
+        if values is None:
+            shown = [""] * len(rows)
+        elif isinstance(values, pd.Series):  # only the offending rows are converted to text
+            shown = values.iloc[rows].to_numpy(dtype=object)
+        else:
+            shown = np.asarray(values, dtype=object)[rows]
+        self.parts.append(
+            pd.DataFrame(
+                {
+                    "row": rows,
+                    "column": column,
+                    "value": [_show(v) for v in shown],
+                    "reason": reason,
+                }
+            )
+        )
+        self.bad |= mask
+
+    def frame(self) -> pd.DataFrame:
+        if not self.parts:
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in REJECTED_COLUMNS}).astype(
+                {"row": "int64"}
+            )
+        out = pd.concat(self.parts, ignore_index=True)
+        return out.sort_values("row", kind="stable").reset_index(drop=True)
+
+
+def _show(value) -> str:
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, threshold=6, precision=6)
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""  # missing: empty cell, NaN or None
+    return str(value)
+
+
+def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values as float64, missing mask, not-a-number mask) of one column."""
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        # A plain numpy column has no NA but NaN; asking for na_value would copy it for nothing.
+        na_value = {} if isinstance(column.dtype, np.dtype) else {"na_value": np.nan}
+        values = column.to_numpy(dtype=float, **na_value)
+        return values, np.isnan(values), np.zeros(len(values), dtype=bool)
+    raw = column.to_numpy(dtype=object)
+    missing = np.asarray(pd.isna(column), dtype=bool) | np.array(
+        [isinstance(v, str) and not v.strip() for v in raw], dtype=bool
+    )
+    values = pd.to_numeric(column.where(~missing), errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan
+    )
+    # "nan" typed as text is missing too; anything else that failed to parse is not a number.
+    is_nan_text = np.array(
+        [isinstance(v, str) and v.strip().lower() == "nan" for v in raw], dtype=bool
+    )
+    missing |= is_nan_text
+    not_number = np.isnan(values) & ~missing
+    return values, missing, not_number
+
+
+def _status(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
+    """Boolean array: True where the request failed.
+
+    One rule for a blank status (missing, empty or only spaces): the log does not say, so the
+    request is ok unless its ``error`` text is non-empty. Any other word must be one of
+    ``_OK_WORDS`` or ``_FAILED_WORDS`` (case and surrounding spaces ignored).
+    """
+    n = len(frame)
+    failed = np.zeros(n, dtype=bool)
+    if "status" in frame.columns:
+        status = frame["status"]
+        text = status.astype(object).where(status.notna(), "")
+        words = text.map(lambda v: str(v).strip().lower()).to_numpy(dtype=object)
+        is_ok = np.isin(words, [*_OK_WORDS, ""])
+        is_failed = np.isin(words, list(_FAILED_WORDS))
+        problems.add(
+            ~is_ok & ~is_failed,
+            "status",
+            status,
+            "status must be 'ok' or 'failed' (or "
+            + ", ".join(sorted((_OK_WORDS | _FAILED_WORDS) - {"ok", "failed"}))
+            + ", or blank)",
+        )
+        failed |= is_failed
+    if "error" in frame.columns:
+        error = frame["error"]
+        has_error = np.asarray(error.notna(), dtype=bool) & (
+            error.astype(object).map(lambda v: bool(str(v).strip())).to_numpy(dtype=bool)
+        )
+        failed |= has_error
+    return failed
+
+
+def validate_requests(
+    frame: pd.DataFrame,
+    source: LogSource | None = None,
+    on_error: str = "raise",
+    time_unit: str | None = None,
+    *,
+    copy: bool = True,
+) -> RequestLog:
+    """Check every row of a DataFrame in the request-log schema and build a ``RequestLog``.
+
+    Vectorised (no Python loop per request except over ``token_ts`` arrays). Raises ValueError
+    on a missing column; bad rows raise ``BadRowsError`` or are reported according to
+    ``on_error``. ``time_unit`` as in ``read_requests`` (times come back in seconds).
+    ``copy=False`` lets the log share the frame's arrays where no value changes: for a frame
+    nobody else holds (``read_requests``' own, read from a file), it saves a copy of every
+    column (~0.5 GB at 10 M rows).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    source = source or LogSource("dataframe")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error={on_error!r} must be 'raise' or 'report'")
+    scale = _time_scale(time_unit)
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
+    _check_columns(frame, source)
+    n = len(frame)
+    problems = _Problems(n)
+    failed = _status(frame, problems)
+    ok = ~failed
+
+    # request_id: present (not blank) and unique (the first occurrence is kept, later ones
+    # rejected). Ids are text in the result, so 7 and "7" are one id: reported, not merged.
+    ids = frame["request_id"]
+    id_missing = _blank(ids)
+    problems.add(id_missing, "request_id", ids, "missing request_id")
+    duplicated = _duplicated(ids) & ~id_missing
+    problems.add(duplicated, "request_id", ids, "duplicate request_id")
+    if n and pd.api.types.infer_dtype(ids, skipna=True) not in ("string", "empty"):
+        as_text = _duplicated(ids.map(str)) & ~id_missing & ~duplicated
+        problems.add(
+            as_text,
+            "request_id",
+            ids,
+            "duplicate request_id once ids are text (7 and '7' are the same id)",
+        )
+
+    numbers: dict[str, np.ndarray] = {}
+    optional_numeric = ["scheduled_ts"] if "scheduled_ts" in frame.columns else []
+    # Arrays that are views of the frame (not this function's own): copied at the end, or with
+    # copy=False made writable, so the log is a DataFrame like any other.
+    shared: set[str] = set()
+    for name in (*_TIME_COLUMNS, *_TOKEN_COLUMNS, *optional_numeric):
+        raw = frame[name]
+        if name in _TOKEN_COLUMNS and _is_int_column(raw):
+            # Whole, finite and present by type: kept as integers (no float round trip).
+            numbers[name] = raw.to_numpy()
+            shared.add(name)
+            continue
+        values, missing, not_number = _numeric(raw)
+        # A failed request may lack everything but its start; scheduled_ts is always optional.
+        may_be_missing = np.ones(n, bool) if name == "scheduled_ts" else failed
+        if name == "start_ts":
+            may_be_missing = np.zeros(n, bool)
+        problems.add(missing & ~may_be_missing, name, raw, f"missing {name}")
+        problems.add(not_number, name, raw, f"{name} is not a number")
+        infinite = np.isinf(values)
+        problems.add(infinite, name, raw, f"{name} is not finite")
+        if infinite.any():
+            values = np.where(infinite, np.nan, values)
+        elif not values.flags.owndata:  # a view of the frame's own array
+            shared.add(name)
+        numbers[name] = values
+        if scale != 1.0 and name not in _TOKEN_COLUMNS:
+            numbers[name] = numbers[name] * scale
+            shared.discard(name)
+
+    for name in _TOKEN_COLUMNS:
+        values = numbers[name]
+        raw = frame[name]
+        with np.errstate(invalid="ignore"):
+            problems.add(values < 0, name, raw, f"{name} is negative")
+            if values.dtype.kind == "f":
+                fractional = (values != np.round(values)) & ~np.isnan(values)
+                problems.add(fractional, name, raw, f"{name} is not a whole number")
+            problems.add(
+                values >= MAX_TOKENS, name, raw, f"{name} is too large to be a token count"
+            )
+    with np.errstate(invalid="ignore"):
+        problems.add(
+            ok & (numbers["output_tokens"] == 0),
+            "output_tokens",
+            frame["output_tokens"],
+            "a successful request must have output_tokens >= 1",
+        )
+
+    start, first, end = numbers["start_ts"], numbers["first_token_ts"], numbers["end_ts"]
+    with np.errstate(invalid="ignore"):
+        problems.add(
+            first < start,
+            "first_token_ts",
+            frame["first_token_ts"],
+            "first_token_ts is before start_ts",
+        )
+        problems.add(
+            end < first,
+            "end_ts",
+            frame["end_ts"],
+            "end_ts is before first_token_ts",
+        )
+        problems.add(
+            np.isnan(first) & (end < start),
+            "end_ts",
+            frame["end_ts"],
+            "end_ts is before start_ts",
+        )
+        if optional_numeric:
+            scheduled = numbers["scheduled_ts"]
+            raw = frame["scheduled_ts"]
+            problems.add(scheduled < start, "scheduled_ts", raw, "scheduled_ts is before start_ts")
+            problems.add(
+                scheduled > first, "scheduled_ts", raw, "scheduled_ts is after first_token_ts"
+            )
+
+    if "token_ts" in frame.columns:
+        if scale != 1.0:
+            frame = frame.assign(token_ts=frame["token_ts"].map(lambda c: _scaled(c, scale)))
+        _check_token_ts(frame, start, first, end, problems)
+
+    rejected = problems.frame()
+    if len(rejected) and on_error == "raise":
+        raise BadRowsError(rejected, source)
+
+    keep = ~problems.bad
+    if time_unit is None and source.format == "csv":
+        _check_seconds(numbers, numbers["output_tokens"], keep, ok, source)
+    everything = keep.all()
+    # Build the result column by column (no copy-then-overwrite of the whole frame).
+    columns: dict[str, object] = {}
+    assumptions = list(source.assumptions)
+    for name in frame.columns:
+        if name in numbers:
+            values = numbers[name] if everything else numbers[name][keep]
+            if name in _TOKEN_COLUMNS and values.dtype.kind == "f":
+                lacking = np.isnan(values)
+                if lacking.any():
+                    assumptions.append(
+                        f"{int(lacking.sum())} failed request(s) had no {name}; counted as 0"
+                    )
+                    values = np.where(lacking, 0.0, values)
+                values = values.astype(np.int64)
+            elif name in _TOKEN_COLUMNS and values.dtype != np.int64:
+                values = values.astype(np.int64)  # int32, uint8…: one integer type in every log
+            elif everything and name in shared:
+                values = _own(values, copy)
+            columns[name] = values
+        else:
+            column = frame[name]
+            # Text already in pandas' own text dtype stays as it is: to_numpy would box every
+            # value into a Python object only for the DataFrame below to unbox it again.
+            column = column.array if column.dtype == _TEXT_DTYPE else column.to_numpy()
+            columns[name] = (column.copy() if copy else column) if everything else column[keep]
+    # Every array above is this function's own (np.where, astype, copy, mask), so pandas need
+    # not copy them again and stack them into one block (~30 ms a million rows).
+    requests = pd.DataFrame(columns, copy=False)
+    if not pd.api.types.is_string_dtype(requests["request_id"]):
+        requests["request_id"] = requests["request_id"].map(str)
+    # Categorical: "ok"/"failed" compare as cheap integer codes on million-row logs.
+    requests["status"] = pd.Categorical.from_codes(
+        (failed if everything else failed[keep]).astype(np.int8), categories=["ok", "failed"]
+    )
+    source = replace(source, assumptions=tuple(assumptions))
+    return RequestLog(requests=requests, rejected=rejected, source=source)
+
+
+def _is_int_column(column: pd.Series) -> bool:
+    """A plain numpy integer column (no missing values possible; bool is not one)."""
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu"
+
+
+def _own(values: np.ndarray, copy: bool) -> np.ndarray:
+    """A view of the input frame as a column of the log: a copy, or (copy=False) the view made
+    writable — pandas hands out read-only views, and a log's columns can be edited like any
+    DataFrame's."""
+    if copy:
+        return values.copy()
+    if not values.flags.writeable:
+        try:
+            values.flags.writeable = True
+        except ValueError:  # a view of read-only memory (an Arrow buffer): copy after all
+            return values.copy()
+    return values
+
+
+def _duplicated(ids: pd.Series) -> np.ndarray:
+    """True at every later occurrence of an id (the first one is kept)."""
+    if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        from llminfer.logs.uniqueness import arrow_ids_unique
+
+        # Arrow strings: their bytes folded into 64-bit keys and those sorted prove them unique
+        # (~10× faster than sorting the strings); only a log that has duplicates (or an
+        # unlucky hash) pays for the exact pass below.
+        if arrow_ids_unique(pa.array(ids.array)):
+            return np.zeros(len(ids), dtype=bool)
+    return ids.duplicated(keep="first").to_numpy()
+
+
+def _check_token_ts(frame, start, first, end, problems: _Problems) -> None:
+    """Each token_ts entry: an array of finite, non-decreasing times in [start, end]."""
+    cells = frame["token_ts"].to_numpy(dtype=object)
+    bad = np.zeros(len(cells), dtype=bool)
+    reasons = np.full(len(cells), "", dtype=object)
+    counts = frame["chunk_tokens"].to_numpy(dtype=object) if "chunk_tokens" in frame else None
+    for i, cell in enumerate(cells):
+        if cell is None or (np.isscalar(cell) and pd.isna(cell)):
+            continue
+        try:
+            times = np.asarray(cell, dtype=float).ravel()
+        except (TypeError, ValueError):
+            bad[i], reasons[i] = True, "token_ts must be a list of numbers"
+            continue
+        tolerance = 1e-6 * max(1.0, abs(end[i]) if np.isfinite(end[i]) else 1.0)
+        if times.size == 0 or not np.isfinite(times).all():
+            bad[i], reasons[i] = True, "token_ts must hold finite times"
+        elif (np.diff(times) < 0).any():
+            bad[i], reasons[i] = True, "token_ts must not decrease"
+        elif times[0] < start[i] - tolerance or (
+            np.isfinite(end[i]) and times[-1] > end[i] + tolerance
+        ):
+            bad[i], reasons[i] = True, "token_ts must lie between start_ts and end_ts"
+        elif counts is not None and counts[i] is not None:
+            tokens = np.asarray(counts[i], dtype=float).ravel()
+            if tokens.shape != times.shape or (tokens < 1).any():
+                bad[i], reasons[i] = True, "chunk_tokens must be >= 1, one count per token_ts"
+    for reason in set(reasons[bad]):
+        problems.add(bad & (reasons == reason), "token_ts", cells, reason)
+
+
+def _check_columns(frame: pd.DataFrame, source: LogSource) -> None:
+    """Raise ValueError naming the missing columns, with a hint where one is near at hand."""
+    missing = [c for c in ARTICLE_COLUMNS if c not in frame.columns]
+    if not missing:
+        return
+    found = [str(c) for c in frame.columns]
+    hints = []
+    if len(found) == 1 and any(d in found[0] for d in ";\t|"):
+        hints.append("the header is one cell: are the cells separated by something else?")
+    for name in missing:
+        near = difflib.get_close_matches(name, found, n=1, cutoff=0.75)
+        near = near or [f for f in found if f.strip().lower() == name]
+        if near:
+            hints.append(f"{near[0]!r} would be {name!r} (names are exact and lower-case)")
+    where = f"source={source.path!r}: " if source.path else ""
+    raise ValueError(
+        f"{where}the log lacks column(s) {', '.join(missing)}; a request log needs "
+        f"{', '.join(ARTICLE_COLUMNS)} (found: {', '.join(found)})"
+        + "".join(f"; {h}" for h in hints)
+    )
+
+
+def _blank(ids: pd.Series) -> np.ndarray:
+    """True where an id is missing: NA/NaN/None, empty or only whitespace."""
+    missing = np.asarray(ids.isna(), dtype=bool)
+    if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pa.array(ids.array)
+        # utf8_is_space: non-empty and only whitespace, as str.isspace; no trimmed copy made
+        # (6× faster than comparing utf8_trim_whitespace's result with "" on 10 M ids).
+        blank = pc.or_(pc.utf8_is_space(values), pc.equal(pc.binary_length(values), 0))
+        blank = blank.fill_null(False)
+        return missing | np.asarray(blank, dtype=bool)
+    text = ids.to_numpy(dtype=object)
+    return missing | np.fromiter(
+        (isinstance(v, str) and not v.strip() for v in text), dtype=bool, count=len(text)
+    )
+
+
+def _scaled(cell, scale: float):
+    """A token_ts cell converted to seconds; anything that is not numbers is left for checks."""
+    if cell is None or (np.isscalar(cell) and pd.isna(cell)):
+        return cell
+    try:
+        return np.asarray(cell, dtype=float) * scale
+    except (TypeError, ValueError):
+        return cell

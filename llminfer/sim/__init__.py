@@ -1,0 +1,9 @@
+"""Chapters 3 and 5: a simulated serving engine, to see load, batching and each optimisation.
+
+Workloads (``workload``), the continuous-batching scheduler with paged KV blocks
+(``scheduler``, ``kvblocks``, and ``decodestretch`` for its fast decode-only stretches), the
+simulation that times every step with the cost model (``simulate``), load sweeps and goodput
+(``loadsweep``), and the techniques of chapter 5 (``techniques``, ``speculative``,
+``disaggregation``). Builds on ``llminfer.cost`` and ``llminfer.specs``; writes its results as
+request logs (``llminfer.logs``). Used by notebooks 01, 03, 05 and 07.
+"""

@@ -1,0 +1,246 @@
+"""Chapters 3 and 5: load sweeps and goodput over the simulator (``llminfer.sim.simulate``).
+
+One simulation serves one workload at one load. The questions of chapter 3 ("how much load
+does this server take before p99 TTFT breaks its target?") and chapter 5 ("what does chunked
+prefill buy at this load?") need many runs side by side:
+
+- ``sweep`` serves the same drawn requests at each request rate (open loop) or concurrency
+  (closed loop): one table row per load with the ``summarize`` fields, preemptions, mean decode
+  batch and pooled inter-token latency (``itl_stats``);
+- ``compare_engines`` serves one workload with each of several ``EngineConfig``s;
+- on a sweep table, ``meets_slo_table`` marks the rows whose percentiles meet an SLO,
+  ``best_load`` picks the highest load that does, ``knee`` finds where throughput stops rising,
+  and ``max_goodput`` runs the sweep and picks in one call (a ``Goodput``).
+
+``llminfer.sim.simulate`` re-exports every public name here, so
+``from llminfer.sim.simulate import sweep`` keeps working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.workload import Workload
+from llminfer.specs.hardware import GPU
+from llminfer.specs.models import Model
+
+
+def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99):
+    """Boolean per sweep row: the ``percentile`` of every SLO metric is within its target
+    (a metric with no value, e.g. TPOT when every output is one token, passes).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    stat = f"p{percentile:g}"
+    passes = np.ones(len(table), dtype=bool)
+    for metric, target in slo.items():
+        column = f"{metric}_{stat}"
+        if column not in table.columns:
+            raise ValueError(f"slo key {metric!r} at percentile={percentile!r}: no column {column}")
+        values = table[column].to_numpy(dtype=float)
+        passes &= np.nan_to_num(values, nan=0.0) <= target
+    return passes
+
+
+def load_column(table: pd.DataFrame) -> str:
+    """``"rate"`` or ``"concurrency"``: which load a sweep table varies.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    for kind in ("rate", "concurrency"):
+        if kind in table.columns:
+            return kind
+    raise ValueError("table has neither a 'rate' nor a 'concurrency' column; pass a sweep()")
+
+
+def best_load(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99) -> float | None:
+    """The highest load of a ``sweep`` table that meets ``slo`` at ``percentile``, or None.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    kind = load_column(table)
+    good = table.loc[meets_slo_table(table, slo, percentile), kind]
+    return None if good.empty else float(good.max())
+
+
+def knee(table: pd.DataFrame, share: float = 0.9) -> float:
+    """The knee of a throughput curve: the lowest load of a ``sweep`` table whose output TPS
+    reaches ``share`` (default 90 %) of the highest output TPS in the table. Beyond it, more
+    load buys little throughput and mostly adds latency.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share={share!r} must be in (0, 1]")
+    kind = load_column(table)
+    ordered = table.sort_values(kind)
+    reached = ordered["output_tps"] >= share * ordered["output_tps"].max()
+    return float(ordered.loc[reached, kind].iloc[0])
+
+
+def itl_stats(log) -> dict[str, float]:
+    """Inter-token latency of a log with ``token_ts`` (a simulated one): ``itl_s_mean``,
+    ``itl_s_p50``, ``itl_s_p99`` (seconds) over every gap between consecutive tokens of every
+    successful request, pooled (vLLM's ITL definition); NaN when no request has two tokens.
+    Where a prefill stalls decodes, the stall is one long gap: p99 ITL shows it, TPOT (a
+    request's mean gap) dilutes it.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    from llminfer.logs.definitions import compare_definitions
+
+    row = compare_definitions(log).loc["vllm_itl"]
+    return {"itl_s_mean": row.mean_s, "itl_s_p50": row.p50_s, "itl_s_p99": row.p99_s}
+
+
+def _summary_row(result: SimResult, percentiles, slo=None) -> dict:
+    from llminfer.logs.summary import summarize
+
+    summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+    if "itl_s_p99" not in summary:  # summarize gains ITL keys with the importers' work
+        summary.update(itl_stats(result.log))
+    return summary
+
+
+def _loads(rates, concurrencies) -> tuple[str, list]:
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    values = list(values)
+    if not values:
+        raise ValueError(f"{kind} list is empty; give at least one load")
+    return kind, values
+
+
+def sweep(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    engine: EngineConfig = EngineConfig(),
+    percentiles: Sequence[float] = (50, 90, 99),
+    slo: dict[str, float] | None = None,
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
+
+    One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
+    ``mean_batch`` (sequences per decode step), every field of
+    ``llminfer.logs.summary.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...) and
+    ``itl_s_mean/p50/p99`` (``itl_stats``). The same
+    seed draws the same lengths at every load, so rows differ only in load.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    kind, values = _loads(rates, concurrencies)
+    rows = []
+    for value in values:
+        if kind == "rate":
+            point = replace(workload, rate=value, concurrency=None)
+        else:
+            point = replace(workload, rate=None, concurrency=value)
+        result = simulate(point, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        summary = _summary_row(result, percentiles, slo)
+        rows.append(
+            {
+                kind: value,
+                "preemptions": result.preemptions,
+                "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+                **summary,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def compare_engines(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engines: dict[str, EngineConfig],
+    percentiles: Sequence[float] = (50, 90, 99),
+    **simulate_kwargs,
+) -> pd.DataFrame:
+    """Serve the same ``workload`` with each labelled engine; one row per label (the index)
+    with ``preemptions``, ``mean_batch``, ``cached_share`` (prompt tokens served from the
+    prefix cache), the ``summarize(...).to_dict()`` fields and ``itl_s_mean/p50/p99``.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    if not engines:
+        raise ValueError("engines must map at least one label to an EngineConfig")
+    rows = {}
+    for label, engine in engines.items():
+        result = simulate(workload, model, gpu, engine, **simulate_kwargs)
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        requests = result.requests
+        rows[label] = {
+            "preemptions": result.preemptions,
+            "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+            "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
+            **_summary_row(result, percentiles),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The highest load meeting an SLO: ``load`` (None when even the lowest fails), its
+    ``row`` of the sweep, and the whole sweep ``table`` with a ``meets_slo`` column.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+
+    kind: str
+    load: float | None
+    row: pd.Series | None
+    table: pd.DataFrame
+    slo: dict[str, float]
+    percentile: float
+
+
+def max_goodput(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    slo: dict[str, float],
+    rates: Sequence[float] | None = None,
+    concurrencies: Sequence[int] | None = None,
+    percentile: float = 99,
+    engine: EngineConfig = EngineConfig(),
+    **simulate_kwargs,
+) -> Goodput:
+    """The highest load whose ``percentile`` of every SLO metric meets its target.
+
+    ``slo`` maps ``ttft_s``, ``tpot_s`` or ``e2e_s`` to seconds, e.g. ``{"ttft_s": 0.5,
+    "tpot_s": 0.05}`` with ``percentile=99`` asks for p99 TTFT ≤ 0.5 s and p99 TPOT ≤ 50 ms.
+    Loads are the given grid; the answer is the highest grid point that passes.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    if not isinstance(slo, dict) or not slo:
+        raise ValueError(f"slo={slo!r} must be a dict such as {{'ttft_s': 0.5}}")
+    kind, values = _loads(rates, concurrencies)
+    table = sweep(
+        workload,
+        model,
+        gpu,
+        rates=values if kind == "rate" else None,
+        concurrencies=values if kind == "concurrency" else None,
+        engine=engine,
+        percentiles=(50, percentile),
+        slo=slo,
+        **simulate_kwargs,
+    )
+    table["meets_slo"] = meets_slo_table(table, slo, percentile)
+    load = best_load(table, slo, percentile)
+    if load is None:
+        return Goodput(kind, None, None, table, dict(slo), percentile)
+    best = table.loc[table[kind] == load].iloc[0]
+    return Goodput(kind, float(best[kind]), best, table, dict(slo), percentile)

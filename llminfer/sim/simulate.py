@@ -1,0 +1,298 @@
+"""Chapters 3 and 5: a discrete-event, iteration-level simulation of one inference server.
+
+The engine modelled by default is **vLLM v0.11.0's V1 engine** as its OpenAI-compatible server
+configures itself on a GPU with at least 70 GiB (H100, H200; ``EngineArgs._set_default_args`` in
+``vllm/engine/arg_utils.py``): chunked prefill always on, prefix caching on,
+``max_num_batched_tokens=8192``, ``max_num_seqs=1024``, 16-token KV blocks,
+``gpu_memory_utilization=0.9``. One model step at a time:
+
+- Requests wait in a FIFO queue until the scheduler admits them; a step runs prefill tokens
+  and/or one decode token for every running sequence. With ``chunked_prefill`` (V1) one token
+  budget of ``max_num_batched_tokens`` per step serves the running requests first — one token per
+  decoding sequence, then the next chunk of every running prompt, oldest first — and only then
+  admits waiting requests with what is left (none in a step that had to preempt), as
+  ``vllm/v1/core/sched/scheduler.py`` does. One simplification: V1 walks its running list in
+  admission order, so an older request's prompt chunk could use the whole budget before a younger
+  request's decode; here every decode gets its token first (the budget is at least
+  ``max_num_seqs``, so they always fit). Without ``chunked_prefill`` (vLLM V0's default,
+  ``EngineConfig(chunked_prefill=False, prefix_caching=False, max_num_seqs=256)``) a step is
+  either a prefill batch or a decode batch, and waiting prompts go first: decodes stall while a
+  prompt is computed.
+- ``policy="static"`` admits a new batch only when the previous one has completely finished and
+  reserves each request's final length up front; ``"continuous"`` refills the batch at every step
+  and allocates KV blocks as sequences grow (PagedAttention).
+- The paged KV cache holds ``plan_memory(...).capacity_tokens // block_size`` blocks (chapter 4).
+  When a decoding sequence needs a block and none is free, the most recently admitted request is
+  preempted: its blocks are freed, it returns to the head of the queue and later recomputes its
+  prompt plus the tokens it had generated (vLLM's recompute preemption).
+- With ``prefix_caching`` the full blocks of a shared prefix stay cached after the first request
+  computed them; later requests of the same group skip those tokens. Unreferenced cached blocks
+  are evicted, least recently used first, when memory is needed.
+- Each step lasts ``step_timer(...)`` seconds from ``llminfer.cost.roofline`` for its mix of prefill
+  tokens, attended pairs, decoding sequences and their context. A request's first token comes from
+  the step that finishes its prefill, each later token from one decode step, so with one request in
+  flight TTFT and TPOT equal ``latency.estimate_latency``.
+
+Timestamps are seconds from the first arrival. The request log has the article's schema
+(``request_id, start_ts, first_token_ts, end_ts, input_tokens, output_tokens``) plus
+``scheduled_ts``, ``preemptions``, ``cached_prefix_tokens`` and ``token_ts``: per request the
+absolute time (s) of every output token (a step gives a sequence at most one token, so one token
+per entry; ``token_ts[0] = first_token_ts``, ``token_ts[-1] = end_ts``), from which
+``summarize`` computes inter-token latency (ITL) percentiles as for a real streamed log.
+
+The event loop itself is ``llminfer.sim.scheduler``; serving one workload at many loads or with
+several engines (``sweep``, ``max_goodput``, ``compare_engines``) is ``llminfer.sim.loadsweep``,
+whose names this module re-exports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from llminfer.cost.memory import plan_memory
+from llminfer.cost.roofline import attended_pairs
+from llminfer.cost.steptime import step_timer
+from llminfer.sim.scheduler import Scheduler
+from llminfer.sim.workload import Workload
+from llminfer.specs.checks import check_int
+from llminfer.specs.hardware import GPU
+from llminfer.specs.models import Model
+
+#: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens,
+#:  prefill_cached_tokens) -> seconds, as ``llminfer.cost.steptime.StepTimer`` takes them.
+StepTime = Callable[[int, int, int, int, int], float]
+
+POLICIES = ("continuous", "static")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """A serving engine's scheduler and cache settings (names as in vLLM).
+
+    The defaults are vLLM v0.11.0's V1 engine behind its OpenAI-compatible server on a GPU with
+    ≥ 70 GiB of memory (``EngineArgs._set_default_args``, ``vllm/engine/arg_utils.py``):
+    chunked prefill and prefix caching on, 8,192 tokens and 1,024 sequences per step. vLLM V0's
+    defaults are ``EngineConfig(chunked_prefill=False, prefix_caching=False, max_num_seqs=256,
+    max_num_batched_tokens=8192)`` (``llminfer.sim.simulate.V0_ENGINE``).
+
+    - ``policy``: ``"continuous"`` (iteration-level batching) or ``"static"`` (a batch runs to
+      completion before the next is admitted; KV reserved for the final length).
+    - ``max_num_seqs``: most sequences in one step (unset: 1,024 capped by the token budget with
+      chunked prefill, as V1; else 256, as V0); ``max_num_batched_tokens``: most tokens in one
+      step (prefill tokens + one per decoding sequence). Without chunked prefill every prompt
+      must fit it whole (vLLM then sets it to the model's context length).
+    - ``chunked_prefill``: split long prompts over steps and mix them with decodes (unset: on
+      for ``"continuous"``, off for ``"static"``).
+    - ``block_size``: tokens per KV block; ``gpu_memory_utilization``: share of GPU memory the
+      engine may use (weights, reserve and KV cache).
+    - ``prefix_caching``: reuse the KV blocks of shared prompt prefixes (unset: as
+      ``chunked_prefill``'s default).
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    policy: str = "continuous"
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: bool | None = None
+    block_size: int = 16
+    gpu_memory_utilization: float = 0.9
+    prefix_caching: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy={self.policy!r} must be one of {', '.join(POLICIES)}")
+        check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        # Unset switches follow the policy: V1 (both on) for continuous, off for static.
+        continuous = self.policy == "continuous"
+        for name in ("chunked_prefill", "prefix_caching"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, continuous)
+        if self.max_num_seqs is None:
+            # V1 caps its default 1,024 by the token budget; V0's default was 256.
+            seqs = min(1024, self.max_num_batched_tokens) if self.chunked_prefill is True else 256
+            object.__setattr__(self, "max_num_seqs", seqs)
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("block_size", self.block_size, 1)
+        u = self.gpu_memory_utilization
+        if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
+            raise ValueError(f"gpu_memory_utilization={u!r} must be in (0, 1]")
+        for name in ("chunked_prefill", "prefix_caching"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+        if self.policy == "static" and (self.chunked_prefill or self.prefix_caching):
+            raise ValueError(
+                "policy='static' runs whole batches without chunked_prefill or prefix_caching; "
+                "set both to False or use policy='continuous'"
+            )
+        if self.chunked_prefill and self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(
+                f"max_num_batched_tokens={self.max_num_batched_tokens} must be >= "
+                f"max_num_seqs={self.max_num_seqs} with chunked_prefill (every running sequence "
+                "needs one token per step)"
+            )
+
+
+#: vLLM V1's defaults (v0.11.0, OpenAI server, GPU >= 70 GiB): chunked prefill, prefix cache.
+V1_ENGINE = EngineConfig()
+#: vLLM V0's defaults: prefill-only steps that stall decodes, no prefix cache, 256 sequences.
+V0_ENGINE = EngineConfig(
+    chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
+)
+
+
+@dataclass
+class SimResult:
+    """What a simulation produced.
+
+    - ``requests``: one row per request in the article's log schema plus ``scheduled_ts``,
+      ``preemptions``, ``cached_prefix_tokens`` and ``prefix_group``; ``log`` is the same data
+      as a ``llminfer.logs.schema.RequestLog``.
+    - ``steps``: one row per engine step: ``time`` (start, s), ``duration_s``, ``batch_size``,
+      ``prefill_tokens``, ``decode_seqs``, ``kv_blocks`` (in use at the step), ``waiting``
+      (queue length) and ``output_tokens`` (tokens the step produced).
+    - ``preemptions``: total recompute preemptions; ``capacity_blocks``: KV blocks available.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    preemptions: int
+    capacity_blocks: int
+    block_size: int
+    workload: Workload
+    engine: EngineConfig
+    _log: object = field(default=None, repr=False)
+
+    @property
+    def log(self):
+        """The requests as a ``RequestLog`` (chapter 6's reader), so every analytic applies."""
+        if self._log is None:
+            from llminfer.logs.reading import read_requests
+
+            self._log = read_requests(self.requests)
+        return self._log
+
+    def summary(self, **kwargs):
+        """``llminfer.logs.summary.summarize`` of the log; keyword arguments pass through."""
+        from llminfer.logs.summary import summarize
+
+        return summarize(self.log, **kwargs)
+
+
+def kv_capacity_blocks(
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig = EngineConfig(),
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> int:
+    """KV blocks the engine gets: ``plan_memory(...).capacity_tokens // block_size``.
+
+    Raises ValueError (with the memory plan's reason) when no block fits.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    plan = plan_memory(
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        block_size=engine.block_size,
+        context_tokens=min(model.max_context, 4096),
+    )
+    blocks = plan.capacity_tokens // engine.block_size
+    if blocks < 1:
+        raise ValueError(f"model={model.name!r} leaves no KV cache on {gpu.name}: {plan.reason}")
+    return blocks
+
+
+def simulate(
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig = EngineConfig(),
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    step_time: StepTime | None = None,
+    capacity_blocks: int | None = None,
+) -> SimResult:
+    """Serve ``workload`` with ``model`` on ``n_gpus`` × ``gpu`` and record every request and step.
+
+    ``step_time`` replaces the roofline step cost (a callable taking prefill tokens, attended
+    pairs, decoding sequences, their context tokens and the cached tokens prompt chunks attend
+    to, returning seconds), e.g. to replay a measured profile; ``capacity_blocks`` replaces the
+    KV capacity from ``plan_memory``.
+    Deterministic for a given workload seed.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={workload!r} must be a llminfer.sim.workload.Workload")
+    if not isinstance(engine, EngineConfig):
+        raise ValueError(f"engine={engine!r} must be an EngineConfig")
+    if step_time is None:
+        step_time = step_timer(
+            model, gpu, n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype
+        )
+    if capacity_blocks is None:
+        capacity_blocks = kv_capacity_blocks(model, gpu, engine, n_gpus, weight_dtype, kv_dtype)
+    capacity_blocks = check_int("capacity_blocks", capacity_blocks, 1)
+    table = workload.requests()
+    longest = int((table["prompt_tokens"] + table["output_tokens"]).max())
+    if longest > model.max_context:
+        raise ValueError(
+            f"workload has a request of {longest} tokens (prompt + output), more than "
+            f"{model.name}'s max_context={model.max_context}"
+        )
+    longest_prompt = int(table["prompt_tokens"].max())
+    if not engine.chunked_prefill and longest_prompt > engine.max_num_batched_tokens:
+        raise ValueError(
+            f"workload has a prompt of {longest_prompt} tokens but "
+            f"max_num_batched_tokens={engine.max_num_batched_tokens} and chunked_prefill=False: "
+            "a prompt must fit one step whole without chunking (vLLM refuses it); raise "
+            f"max_num_batched_tokens to at least {longest_prompt} or set chunked_prefill=True"
+        )
+    _check_step_time(step_time)
+    if math.ceil(longest / engine.block_size) > capacity_blocks:
+        raise ValueError(
+            f"workload has a request of {longest} tokens but the KV cache holds only "
+            f"{capacity_blocks * engine.block_size} tokens; shorten it or add memory"
+        )
+    scheduler = Scheduler(table, workload, engine, capacity_blocks, step_time, attended_pairs)
+    scheduler.run()
+    requests, steps = scheduler.tables()
+    return SimResult(
+        requests=requests,
+        steps=steps,
+        preemptions=scheduler.preemptions,
+        capacity_blocks=capacity_blocks,
+        block_size=engine.block_size,
+        workload=workload,
+        engine=engine,
+    )
+
+
+def _check_step_time(step_time: StepTime) -> None:
+    """Probe a step-time function once with a small prefill and a small decode step, so that a
+    function returning 0, a negative time or NaN fails here rather than deep in the run."""
+    if not callable(step_time):
+        raise ValueError(f"step_time={step_time!r} must be a callable returning seconds")
+    for args, what in (((16, 136, 0, 0, 0), "a 16-token prefill"), ((0, 0, 1, 16, 0), "a decode")):
+        value = step_time(*args)
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, np.number))
+        if not ok or not 0 < float(value) < math.inf:
+            raise ValueError(
+                f"step_time returned {value!r} for {what} step; it must return a finite number "
+                "of seconds > 0"
+            )
