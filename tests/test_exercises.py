@@ -46,3 +46,18 @@ def test_unknown_key_names_the_known_ones():
 def test_wrong_type_is_wrong_not_an_error():
     for item in exercises():
         assert not check(item.key, object())
+
+
+def test_shipped_datasets_are_the_repositorys_data():
+    """The exercises' datasets inside the package are byte-for-byte the files in data/."""
+    from pathlib import Path
+
+    from llminfer.exercises.datasets import SHIPPED, dataset_path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    for name in SHIPPED:
+        shipped = dataset_path(name.split("/")[0]) / name.split("/")[1] if "/" in name else None
+        shipped = shipped or dataset_path(name)
+        assert shipped.read_bytes() == (data / name).read_bytes(), name
+    with pytest.raises(ValueError, match="not a shipped dataset"):
+        dataset_path("requests.csv")

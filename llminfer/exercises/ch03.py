@@ -1,17 +1,18 @@
 """Answers to notebook 03's "Try it" questions, computed with llminfer."""
 
 from functools import cache
-from pathlib import Path
 
 import pandas as pd
 
 from llminfer.exercises import Exercise
-from llminfer.loadsweep import best_load, sweep
-from llminfer.logs import read_requests
-from llminfer.metrics import compare_definitions, summarize
-from llminfer.presets import get_gpu, get_model
-from llminfer.simulate import EngineConfig, simulate
-from llminfer.workload import LogNormal, Workload
+from llminfer.exercises.datasets import dataset_path
+from llminfer.logs.definitions import compare_definitions
+from llminfer.logs.reading import read_requests
+from llminfer.logs.summary import summarize
+from llminfer.sim.loadsweep import best_load, sweep
+from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.workload import LogNormal, Workload
+from llminfer.specs.presets import get_gpu, get_model
 
 #: The engine notebook 03 simulates: vLLM V0's scheduler (no chunked prefill, no prefix
 #: caching), where a step that prefills runs no decodes.
@@ -63,8 +64,8 @@ def _llmperf_itl_120() -> float:
 
 
 def _late_p90_ttft() -> float:
-    # the repository's data/ (the notebooks' dataset), beside the package in a checkout
-    big = read_requests(Path(__file__).resolve().parents[2] / "data" / "requests_realistic.csv")
+    # the notebooks' dataset (data/requests_realistic.csv), shipped with the package
+    big = read_requests(dataset_path("requests_realistic.csv"))
     since = big.requests["start_ts"] - big.requests["start_ts"].min()
     return summarize(big.requests[since >= 480]).to_dict()["ttft_s_p90"]
 

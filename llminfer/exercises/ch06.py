@@ -1,22 +1,19 @@
-"""Answers to notebook 06's "Try it" questions, computed by llminfer from data/."""
-
-from pathlib import Path
+"""Answers to notebook 06's "Try it" questions, computed by llminfer from the datasets it ships
+(copies of data/, ``llminfer.exercises.datasets``)."""
 
 from llminfer.exercises import Exercise
-
-_DATA = Path(__file__).resolve().parents[2] / "data"
+from llminfer.exercises.datasets import dataset_path
+from llminfer.logs.importers import read_summary
+from llminfer.logs.reading import read_requests
+from llminfer.logs.summary import summarize
 
 
 def _vllm_failed() -> int:
-    from llminfer import read_requests
-
-    return read_requests(_DATA / "vllm_bench_serve_result.json").n_failed
+    return read_requests(dataset_path("vllm_bench_serve_result.json")).n_failed
 
 
 def _vllm_ttft_gap_ms() -> float:
-    from llminfer import read_requests, read_summary, summarize
-
-    path = _DATA / "vllm_bench_serve_result.json"
+    path = dataset_path("vllm_bench_serve_result.json")
     mine = summarize(read_requests(path)).to_dict()["ttft_s_mean"]
     return (mine - read_summary(path).to_dict()["ttft_s_mean"]) * 1e3
 
@@ -26,9 +23,7 @@ REPLICA_SLO = {"ttft_s": 0.5, "tpot_s": 0.05}
 
 
 def _replicas():
-    from llminfer import read_requests, summarize
-
-    return summarize(read_requests(_DATA / "replicas"), by="source", slo=REPLICA_SLO)
+    return summarize(read_requests(dataset_path("replicas")), by="source", slo=REPLICA_SLO)
 
 
 def _slowest_replica() -> str:
