@@ -20,12 +20,15 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/ $(ALLOW_ROOT)
 
-# ruff, the unit tests and strict nbval over every notebook. pytest exits 5 when it ran no
-# test, and make fails on any non-zero exit, so "no test ran" is a failure.
+# ruff, the import-layer contracts (.importlinter), the unit tests and strict nbval over every
+# notebook, on every core (up to 4; each notebook stays on one worker: --dist loadfile). pytest
+# exits 5 when it ran no test, and make fails on any non-zero exit, so "no test ran" fails.
+PYTEST_PARALLEL := -n auto --maxprocesses 4 --dist loadfile
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	LLMINFER_PREFETCH=0 $(BIN)/python -m pytest
+	$(BIN)/lint-imports --no-cache
+	LLMINFER_PREFETCH=0 $(BIN)/python -m pytest $(PYTEST_PARALLEL)
 
 # Re-execute every notebook in place, deterministically, with volatile metadata stripped.
 notebooks: $(STAMP)

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from llminfer.bench import accounting, bench, records_frame
 from llminfer.serve import ServeConfig, ServerProcess, ToyEngine, ToyTokenizer, build_model
 from llminfer.serve.engine import KVPool, decode_batch
-from llminfer.workload import Workload
+from llminfer.sim.workload import Workload
 
 # --- engine, no HTTP --------------------------------------------------------------------------
 
@@ -134,30 +134,8 @@ def test_ttft_grows_with_prompt_length(server):
     assert ttft[1024] > 3 * ttft[16], ttft
 
 
-def test_decode_throughput_at_8_streams_is_at_least_3x_one(server):
-    def decode_tps(concurrency):
-        workload = Workload(8, concurrency=concurrency, prompt_tokens=8, output_tokens=64)
-        frame = records_frame(bench(server.url, workload, "toy-small").records)
-        tokens = (frame["output_tokens"] - 1).sum()
-        # decode throughput: tokens after the first, over the span when decoding went on
-        return tokens / (frame["end_ts"].max() - frame["first_token_ts"].min())
-
-    # Interleaved rounds (1, 8, 1, 8, …): each round's ratio compares two runs made moments
-    # apart, so a disturbance on a shared machine hits one round, not the verdict. The median
-    # of the rounds' ratios must reach 3 — at least 3 rounds, up to 11 while it does not (a
-    # full `make test` on 2 cores once ended at 2.96 after 7, with rounds from 2.65 to 6.15).
-    ratios, runs = [], {1: [], 8: []}
-    for round_ in range(11):
-        for concurrency in runs:
-            runs[concurrency].append(decode_tps(concurrency))
-        ratios.append(runs[8][-1] / runs[1][-1])
-        if round_ >= 2 and float(np.median(ratios)) >= 3:
-            break
-    median = float(np.median(ratios))
-    assert median >= 3, (
-        f"decode tokens/s at 8 streams vs 1, median ratio of {len(ratios)} interleaved rounds "
-        f"{median:.2f} < 3; ratios {[round(r, 2) for r in ratios]}; runs {runs}"
-    )
+# Decode batching (8 streams ≥ 3× one stream's tokens/s) is a timing ratio: measured by
+# benchmarks/bench_serve_batching.py, not here.
 
 
 def test_metrics_parse_with_vllm_names(server):
