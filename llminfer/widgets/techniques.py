@@ -215,31 +215,56 @@ class TensorParallelExplorer(Explorer):
 
 
 class DisaggregationExplorer(Explorer):
-    """Model and GPU → KV transfer time per link against prefill time, per prompt length
-    (``techniques.disaggregation_table``).
+    """Model, GPU and transfer mode → KV transfer time per link against prefill time, per
+    prompt length, and the part of the copy TTFT sees (``techniques.disaggregation_table``).
+
+    ``transfer`` is ``"pull"`` (vLLM's NixlConnector: the decode side reads the whole cache
+    after the prefill finished, so all of it adds to TTFT; the default) or ``"layerwise"``
+    (push each layer as it is prefilled: only about 1/L shows). Links: the GPU's own NVLink
+    and PCIe (same node) and the two network links of ``techniques.KV_LINKS``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
     title = "Prefill/decode disaggregation: the KV cache has to travel"
 
-    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm") -> None:
+    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm", transfer="pull") -> None:
         controls = {
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "transfer": W.Dropdown(
+                options=[
+                    ("pull after prefill (vLLM NixlConnector, default)", "pull"),
+                    ("push layer by layer (P2pNccl, MoRIIO, LMCache)", "layerwise"),
+                ],
+                value=transfer,
+                description="KV transfer",
+            ),
         }
         super().__init__(controls)
 
-    def compute(self, model, gpu) -> pd.DataFrame:
-        m = get_model(model)
+    def compute(self, model, gpu, transfer) -> pd.DataFrame:
+        m, chip = get_model(model), get_gpu(gpu)
         prompts = [p for p in (512, 2048, 8192, 32768) if p <= m.max_context]
-        return techniques.disaggregation_table(m, get_gpu(gpu), prompts)
+        links = {
+            name: bw
+            for name, bw in (
+                ("NVLink (same node)", chip.interconnect_bandwidth),
+                ("PCIe (same node)", chip.pcie_bandwidth),
+            )
+            if bw
+        }
+        links |= {k: techniques.KV_LINKS[k] for k in ("400 Gb/s InfiniBand", "100 Gb/s Ethernet")}
+        return techniques.disaggregation_table(m, chip, prompts, links=links, transfer=transfer)
 
     def describe(self, table: pd.DataFrame) -> str:
-        worst = table.loc[table["transfer_over_prefill"].idxmax()]
+        worst = table.loc[table["exposed_s"].idxmax()]
+        mode = "pulled after the prefill" if worst["transfer"] == "pull" else "pushed per layer"
         return html.escape(
-            f"Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt tokens moves the "
-            f"KV cache in {worst['transfer_over_prefill']:.2f}× the prefill time."
+            f"KV cache {mode}. Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt "
+            f"tokens adds {format_duration(worst['exposed_s'])} to TTFT (the whole copy takes "
+            f"{format_duration(worst['transfer_s'])}, {worst['transfer_over_prefill']:.2f}× "
+            f"the {format_duration(worst['prefill_s'])} prefill)."
         )
 
     def draw(self, table: pd.DataFrame):
