@@ -96,6 +96,13 @@ def kv_transfer_seconds(
 TRANSFER_MODES = ("pull", "layerwise")
 
 
+#: The row ``compare_with_disaggregation`` gives the disaggregated deployment, per mode.
+DISAGGREGATED_LABELS = {
+    "pull": "disaggregated, KV pulled after prefill",
+    "layerwise": "disaggregated, KV pushed per layer",
+}
+
+
 def _check_transfer(transfer: object) -> str:
     if transfer not in TRANSFER_MODES:
         raise ValueError(f"transfer={transfer!r} must be one of {', '.join(TRANSFER_MODES)}")
@@ -256,7 +263,7 @@ def compare_with_disaggregation(
 
     decode_run = simulate(workload, model, gpu, EngineConfig(), step_time=decode_only)
     req = prefill_run.requests
-    transfer = np.array(
+    exposed = np.array(
         [
             exposed_transfer_seconds(
                 kv_transfer_seconds(model, int(p), link_bandwidth),
@@ -267,9 +274,9 @@ def compare_with_disaggregation(
             for p, f, s in zip(req.input_tokens, req.first_token_ts, req.scheduled_ts, strict=True)
         ]
     )
-    ttft = (req.first_token_ts - req.start_ts).to_numpy() + transfer
+    ttft = (req.first_token_ts - req.start_ts).to_numpy() + exposed
     decode_summary = summarize(decode_run.log, percentiles=percentiles).to_dict()
-    rows["disaggregated, 1 prefill + 1 decode GPU"] = {
+    rows[DISAGGREGATED_LABELS[transfer]] = {
         **{
             f"ttft_s_{s}": float(np.percentile(ttft, q))
             for s, q in zip(stats, percentiles, strict=True)
@@ -290,6 +297,7 @@ def _itl_percentiles(result, percentiles: Sequence[float]) -> dict[str, float]:
 
 
 __all__ = [
+    "DISAGGREGATED_LABELS",
     "KV_LINKS",
     "TRANSFER_MODES",
     "compare_with_disaggregation",

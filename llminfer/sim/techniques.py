@@ -27,6 +27,7 @@ from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 
 # Re-exported: chapter 5's table of techniques stays one namespace (``techniques.X``).
+from llminfer.sim.disaggregation import DISAGGREGATED_LABELS as DISAGGREGATED_LABELS
 from llminfer.sim.disaggregation import KV_LINKS as KV_LINKS
 from llminfer.sim.disaggregation import TRANSFER_MODES as TRANSFER_MODES
 from llminfer.sim.disaggregation import compare_with_disaggregation as compare_with_disaggregation
