@@ -147,7 +147,13 @@ def test_long_prompts_fix_is_what_the_report_suggests():
     # The FP8 KV cache part of the fix is a decode-side change the report offers for a TPOT
     # that misses alone (too_slow, decode): what one request alone at 32k context takes.
     alone = estimate_latency(
-        get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 32000, 128, batch=1, n_gpus=4
+        get_model("llama-3.1-8b"),
+        get_gpu("h100-sxm"),
+        32000,
+        128,
+        batch=1,
+        n_gpus=4,
+        profile=case.deployment.profile,
     ).tpot_s
     alone_fp8 = estimate_latency(
         get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 32000, 128, batch=1, n_gpus=4,
@@ -200,7 +206,7 @@ def test_interference_goes_when_chunked_prefill_is_on():
     costs its compute, so TPOT p90 falls only from 22 to 17 ms while ITL p99 falls twelvefold."""
     w = Workload(500, rate=3, prompt_tokens=Empirical((8000,) * 3 + (200,) * 7),
                  output_tokens=LogNormal(32, 0.3, 16, 1024), seed=11)  # fmt: skip
-    off = Deployment(engine=LONG_V0_ENGINE)
+    off = Deployment(engine=LONG_V0_ENGINE, profile="pytorch")  # the case studies' profile
     report = run(w, off)
     assert report.cause == "interference"
     assert "enable_chunked_prefill" in [s.key for s in report.suggestions]
@@ -208,8 +214,8 @@ def test_interference_goes_when_chunked_prefill_is_on():
     assert before["stalls"] > 100 and before["stalls_in_prefill_share"] == 1.0
     assert before["itl_s_p99"] > 20 * before["itl_s_p50"]
     assert before["tpot_p90_without_stalls_s"] < CASE_SLO["tpot_s"] < before["tpot_p90_s"]
-    on = Deployment(
-        engine=replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
+    on = replace(
+        off, engine=replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
     )
     fixed = run(w, on)
     assert fixed.verdict == "ok" and already_on(fixed, on) == []
