@@ -250,10 +250,10 @@ class ToyServer:
 
     async def _answer(self, request: web.Request, chat: bool) -> web.StreamResponse:
         body = await _json_body(request, self.body_timeout_s)
+        spec = parse_request(body, chat, self.tokenizer)
         model = body.get("model")
         if model is not None and model != self.model_name:
             raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
-        spec = parse_request(body, chat, self.tokenizer)
         ids, max_tokens = spec.prompt_ids, spec.max_tokens
         if max_tokens is None:  # vLLM's defaults: 16 for completions, the rest of the context
             limit = self.engine.model.config.max_context
