@@ -180,10 +180,10 @@ class RequestRecord:
 
     def token_counts(self) -> tuple[int, str, int, str, str]:
         """(input tokens, where from, output tokens, where from, note). From ``usage`` when
-        the server's counts can be true — integers (not booleans), >= 0, below 2^53, output at
-        least one token per text chunk and at most ``max_tokens`` (or the chunks, if more
-        came) — else ``requested`` (the prompt length asked for) and ``counted`` (text
-        chunks), with a note naming the value refused.
+        the server's counts can be true — integers (not booleans) below 2^53, a prompt of at
+        least one token, output at least one token per text chunk and at most ``max_tokens``
+        (or the chunks, if more came) — else ``requested`` (the prompt length asked for) and
+        ``counted`` (text chunks), with a note naming the value refused.
 
         Introduced in: notebooks/08_measure_a_server.ipynb
         """
@@ -199,7 +199,7 @@ class RequestRecord:
             notes.append(f"usage.{key}={json.dumps(value)[:40]} cannot be true")
             return None
 
-        prompt = count("prompt_tokens", 0, MAX_TOKENS - 1)
+        prompt = count("prompt_tokens", 1, MAX_TOKENS - 1)  # a request has a prompt
         output = count("completion_tokens", counted, max(self.max_tokens, counted))
         if notes:
             notes[-1] += f"; counted {counted} chunks, {self.prompt_tokens} prompt tokens asked"

@@ -129,6 +129,13 @@ class Interruption:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.signum is not None:
+            # Interrupted: the command returns 130 and the process is about to end. A further
+            # signal in between must not end it by the signal (exit -2): SIG_IGN, which Python
+            # keeps through its own shutdown (a Python-level handler it resets to SIG_DFL).
+            for sig in self.SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+            return
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
