@@ -344,6 +344,18 @@ def test_slow_headers_and_a_missing_body_are_cut(server):
     still_serving(server)
 
 
+def test_wrong_method_path_and_broken_http_are_refused_without_a_traceback(server):
+    code, reply, _ = request(server, "GET", COMP)
+    assert code == 405 and reply["error"]["code"] == 405
+    code, reply, _ = request(server, "POST", "/v1/nothing", {"prompt": "a"})
+    assert code == 404 and reply["error"]["code"] == 404
+    assert raw_exchange(server, b"NOT HTTP AT ALL\r\n\r\n", 3).startswith(b"HTTP/1.")
+    long_header = b"POST /v1/completions HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n"
+    assert b" 400 " in raw_exchange(server, long_header, 3)[:20]
+    assert "Traceback" not in server.output()
+    still_serving(server)
+
+
 def running(server) -> float:
     _, text, _ = request(server, "GET", "/metrics")
     line = next(s for s in text.splitlines() if s.startswith("vllm:num_requests_running{"))

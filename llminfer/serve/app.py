@@ -140,6 +140,27 @@ def _error_middleware():
     return middleware
 
 
+class _BadHttpOneLine(logging.Filter):
+    """aiohttp logs a client's malformed HTTP (a header line too long, a broken request line,
+    bad chunking) with a traceback; it is the client's mistake, not a bug: one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            record.msg, record.args = (
+                "%d bad HTTP from a client: %s",
+                (
+                    exc.code,
+                    " ".join(str(exc.message).split())[:200],
+                ),
+            )
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 async def _json_body(request: web.Request, timeout_s: float = BODY_TIMEOUT_S) -> dict:
     try:
         # A client that sends its headers and then dribbles the body must not hold a handler
@@ -396,6 +417,9 @@ def make_app(
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
     server = ToyServer(engine, model_name, body_timeout_s)
+    aiohttp_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _BadHttpOneLine) for f in aiohttp_log.filters):
+        aiohttp_log.addFilter(_BadHttpOneLine())
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_error_middleware()])
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_post("/v1/chat/completions", server.chat_completions)
