@@ -131,7 +131,8 @@ def write_log(frame: pd.DataFrame, path: str | Path) -> Path:
 
 def warmup_path(path: str | Path, part: str = "warmup") -> Path:
     """Where the requests kept apart from a log at ``path`` go: ``NAME.warmup.csv`` (warm-up)
-    or ``NAME.unfinished.csv`` (``part="unfinished"``: in flight when the run was interrupted).
+    or ``NAME.unfinished.csv`` (``part="unfinished"``; the command no longer writes it: an
+    interrupted run's unfinished requests are rows of the log itself, status ``cancelled``).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
