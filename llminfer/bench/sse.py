@@ -88,7 +88,8 @@ class SSEDecoder:
             self._rest_chars += len(text)
             self._check_length()
             return []
-        lines = _LINE_END.split(text)
+        # LF alone is what nearly every server sends: str.split, the regex only for CR
+        lines = _LINE_END.split(text) if "\r" in text else text.split("\n")
         tail = lines.pop()
         if self._rest:
             lines[0] = "".join(self._rest) + lines[0]
