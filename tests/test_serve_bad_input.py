@@ -381,6 +381,12 @@ def test_a_client_that_leaves_stops_its_generation(server):
         while running(server) > 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert running(server) == 0, f"stream={stream}: still generating after its client left"
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:  # mid-body
+        sock.sendall(f"POST {COMP} HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{{".encode())
+        time.sleep(0.1)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:  # mid-header
+        sock.sendall(f"POST {COMP} HTTP/1.1\r\nHost: x\r\nContent-Le".encode())
+    still_serving(server)
 
 
 def test_no_traceback_in_the_log_and_one_line_per_refused_request(server):

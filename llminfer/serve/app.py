@@ -128,6 +128,9 @@ def _error_middleware():
             if exc.status < 400:
                 raise
             error = OpenAIError(exc.status, exc.reason)
+        except ConnectionResetError:  # the client left before its answer: not a bug
+            log.info("%s %s: client left", request.method, request.path)
+            return web.Response(status=499)  # nobody reads it; aiohttp drops it quietly
         except Exception:  # a bug in the server: its traceback, and the server goes on
             log.exception("%s %s: internal error", request.method, request.path)
             return OpenAIError(500, "internal server error (see the server's log)").response()
@@ -323,13 +326,13 @@ class ToyServer:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
-        await response.prepare(request)
 
         async def send(payload) -> None:
             text = payload if isinstance(payload, str) else json.dumps(payload)
             await response.write(f"data: {text}\n\n".encode())
 
         try:
+            await response.prepare(request)
             if chat:  # vLLM and OpenAI open a chat stream with a role-only delta
                 delta = {"role": "assistant", "content": ""}
                 await send(
