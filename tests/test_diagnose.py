@@ -180,16 +180,16 @@ def test_every_case_spells_out_its_engine():
 
 def test_overloaded_tp2_beats_two_replicas():
     """TP = 2 against two replicas at 21 req/s (realistic step times): two replicas meet both
-    targets for 79 % of the requests (each engine still decodes too many together for 20 ms),
-    TP = 2 for 98.8 %; one replica for none."""
+    targets for 83 % of the requests (each engine still decodes too many together for 20 ms),
+    TP = 2 for 96.9 %; one replica for none (the case studies' "pytorch" profile)."""
     case = CASE_STUDIES["overloaded"]
     good = {}
     for label, change in {"replicas": {"replicas": 2}, "tp": {"n_gpus": 2}}.items():
         log = read_requests(case.requests(replace(case.deployment, **change)))
         good[label] = remeasure(case_log("overloaded"), log, CASE_SLO).loc["good_fraction"]
     assert good["tp"]["before"] < 0.01
-    assert good["tp"]["after"] == pytest.approx(0.988, abs=0.002)
-    assert good["replicas"]["after"] == pytest.approx(0.787, abs=0.002)
+    assert good["tp"]["after"] == pytest.approx(0.969, abs=0.002)
+    assert good["replicas"]["after"] == pytest.approx(0.830, abs=0.002)
     # And the report weighs TP first because TPOT misses too.
     report = diagnose(case_log("overloaded"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
     keys = [s.key for s in report.suggestions]

@@ -61,7 +61,7 @@ def test_the_roofline_floor_is_never_above_a_measurement(table):
     # real kernels reach at most ~3/4 of the floor, and a quarter at batch 1 with 32k context
     assert table["floor_ratio"].max() < 0.8
     one_long = table[(table["kind"] == "decode_graph") & (table["context"] == 32768)]
-    assert one_long["floor_ratio"].item() == pytest.approx(0.24, abs=0.01)
+    assert one_long["floor_ratio"].item() == pytest.approx(0.229, abs=0.005)
 
 
 def test_a_256_token_chunk_is_not_free_for_a_decode_batch(table):
@@ -137,9 +137,9 @@ def test_split_kv_profile_reads_a_long_context_at_full_bandwidth():
     h100 = get_gpu("h100-sxm")
     plain = estimate_latency(LLAMA8, h100, 32768, 256, profile="pytorch")
     split = estimate_latency(LLAMA8, h100, 32768, 256, profile="vllm")
-    assert plain.tpot_s * 1e3 == pytest.approx(24.5, abs=0.1)
-    assert split.tpot_s * 1e3 == pytest.approx(8.9, abs=0.1)
-    assert split.ideal.tpot_s * 1e3 == pytest.approx(6.1, abs=0.05)
+    assert plain.tpot_s * 1e3 == pytest.approx(24.4, abs=0.1)
+    assert split.tpot_s * 1e3 == pytest.approx(8.8, abs=0.1)
+    assert split.ideal.tpot_s * 1e3 == pytest.approx(5.77, abs=0.01)
     assert estimate_latency(LLAMA8, h100, 32768, 256).tpot_s == split.tpot_s  # the default
     # at batch 64 the unsplit grid (512 blocks) already fills the GPU: the profiles agree
     wide = [estimate_latency(LLAMA8, h100, 2048, 64, batch=64, profile=p) for p in PROFILES]
@@ -281,7 +281,7 @@ def test_a_calibrated_gpu_is_accepted_by_estimate_simulate_and_step_timer():
     gpu = replace(H200, step_model=slow)
     assert StepTimer(LLAMA8, gpu).efficiency is slow
     fast_est, slow_est = (estimate_latency(LLAMA8, g, 100, 10) for g in (H200, gpu))
-    assert slow_est.tpot_s - fast_est.tpot_s == pytest.approx(32 * (200 - 60.56) * 1e-6)
+    assert slow_est.tpot_s - fast_est.tpot_s == pytest.approx(32 * (200 - 68.81) * 1e-6)
     assert slow_est.ideal.tpot_s == fast_est.ideal.tpot_s
     work = Workload(n_requests=20, rate=5.0, prompt_tokens=200, output_tokens=20, seed=1)
     engine = EngineConfig(

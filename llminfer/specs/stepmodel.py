@@ -136,21 +136,21 @@ class StepModel:
 #: two constants held rather than fitted: ``weight_bandwidth_efficiency`` = 4.18 ÷ 4.8 TB/s,
 #: the device-to-device copy the same machine measured, and ``activation_traffic_factor`` = 2,
 #: our estimate of the reference engine's unfused elementwise passes (timings alone cannot tell
-#: it apart from the matmul efficiency). Every step lands within 7 %; fitted on half of the
+#: it apart from the matmul efficiency). Every step lands within 7.1 %; fitted on half of the
 #: steps, the model predicts the other half within 10 % (tests/test_steptime.py). The host
 #: constants (eager rows only) are fitted on three steps and describe that Python script, not
 #: the GPU. The reference engine is plain PyTorch: one thread block per (sequence, KV head) in
 #: decode attention, so a long context at a small batch is read with a fraction of the SMs.
 H200_REFERENCE = StepModel(
-    matmul_efficiency=0.6053,
-    matmul_pad_tokens=7.76,
+    matmul_efficiency=0.6073,
+    matmul_pad_tokens=6.149,
     weight_bandwidth_efficiency=4.18 / 4.8,
-    overlap_exponent=1.550,
-    kv_bandwidth_efficiency=0.9072,
-    attention_blocks_per_sm=0.7293,
-    attention_efficiency=0.5321,
+    overlap_exponent=1.569,
+    kv_bandwidth_efficiency=0.9068,
+    attention_blocks_per_sm=0.7286,
+    attention_efficiency=0.5286,
     activation_traffic_factor=2.0,
-    layer_overhead_s=60.56e-6,
+    layer_overhead_s=68.81e-6,
     host_decode_s_per_layer=356.0e-6,
     host_prefill_s_per_layer=632.6e-6,
     execution="graph",
@@ -165,7 +165,7 @@ H200_REFERENCE = StepModel(
 #: ``vllm/config/attention.py``); SGLang (Triton, up to 8 splits; FlashInfer), TensorRT-LLM
 #: (multi-block mode, "always enabled") and FlashInfer do the same. Decode runs from CUDA graphs
 #: (vLLM V1's default ``FULL_AND_PIECEWISE``). Batch 1 at 32k tokens of Llama-3.1-8B on an H100:
-#: 8.9 ms per token here against 24.5 ms for the plain engine (floor 6.1 ms;
+#: 8.8 ms per token here against 24.4 ms for the plain engine (floor 5.8 ms;
 #: tests/test_steptime.py).
 VLLM_PROFILE = replace(
     H200_REFERENCE,
