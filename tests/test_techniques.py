@@ -382,3 +382,25 @@ def test_speculation_stops_paying_at_large_batch():
     assert table["verify_over_decode"].is_monotonic_increasing
     assert table.loc[1024, "verify_over_decode"] <= 5 + 1e-9  # at most gamma + 1 decode steps
     assert table.loc[1024, "speedup"] < 1  # slower than not speculating
+
+
+def test_every_timed_technique_takes_the_engine_profile():
+    # profile= reaches the step timer: each table's times are the named engine's step times
+    from llminfer.cost.roofline import attended_pairs
+    from llminfer.cost.steptime import step_timer
+
+    pytorch = step_timer(LLAMA8, H100, profile="pytorch")
+    vllm = step_timer(LLAMA8, H100)  # the default profile, "vllm"
+    table = T.disaggregation_table(LLAMA8, H100, [4096], profile="pytorch")
+    assert table.prefill_s.iloc[0] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
+    assert T.disaggregation_table(LLAMA8, H100, [4096]).prefill_s.iloc[0] == vllm(
+        4096, attended_pairs(4096, 0), 0, 0
+    )
+    spec = T.speculative_batch_table(LLAMA8, H100, 0.6, 4, (8,), 4096, profile="pytorch")
+    assert spec.decode_s.iloc[0] == pytorch(0, 0, 8, 8 * 4096)
+    ttft = T.prefix_cache_ttft(LLAMA8, H100, 4096, 3000, 0.5, profile="pytorch")
+    assert ttft["miss_s"] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
+    tp = T.tensor_parallel_table(LLAMA8, H100, (1,), profile="pytorch").iloc[0]
+    assert tp.memory_s == pytorch.breakdown(0, 0, 1, 1024)[1]
+    with pytest.raises(ValueError, match="profile='sglang'"):
+        T.disaggregation_table(LLAMA8, H100, [512], profile="sglang")

@@ -46,6 +46,7 @@ from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 
 #: Per-GPU link speeds (bytes/s per direction) a KV transfer may use, with sources:
 #: NVLink 4 of an H100/H200 SXM (900 GB/s bidirectional); PCIe Gen5 x16 (64 GB/s per
@@ -147,6 +148,7 @@ def disaggregation_table(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     transfer: str = "pull",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """KV transfer time against prefill time, per prompt length and link.
 
@@ -159,9 +161,9 @@ def disaggregation_table(
     prompt_tokens, link, link_bytes_per_s, kv_bytes, transfer_s (whole copy), transfer (the
     mode), exposed_s (what TTFT sees in that mode, ``exposed_transfer_seconds``: all of
     transfer_s for ``"pull"``, vLLM's NixlConnector; about 1/L of it for ``"layerwise"``),
-    prefill_s (one prefill-only step of the whole prompt, ``step_timer``'s realistic step
-    model), transfer_over_prefill (below 1: the copy is quicker than the prefill stall it
-    removes).
+    prefill_s (one prefill-only step of the whole prompt, ``step_timer``'s realistic step model
+    of the engine ``profile``, default ``"vllm"``), transfer_over_prefill (below 1: the copy is
+    quicker than the prefill stall it removes).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -174,7 +176,7 @@ def disaggregation_table(
     if not links:
         raise ValueError(f"links: {gpu.name} lists no link; pass links={{'name': bytes_per_s}}")
     transfer = _check_transfer(transfer)
-    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype, profile=profile)
     rows = []
     for prompt in prompt_tokens:
         prefill = timer(prompt, attended_pairs(prompt, 0), 0, 0)
@@ -205,6 +207,7 @@ def compare_with_disaggregation(
     colocated: dict | None = None,
     percentiles: Sequence[float] = (50, 99),
     transfer: str = "pull",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Two GPUs serving ``workload``: colocated engines versus one prefill + one decode GPU.
 
@@ -218,7 +221,8 @@ def compare_with_disaggregation(
     measurement: the decode GPU's arrivals are not delayed by the prefill pool, and routing,
     the transfer's protocol cost and the decode GPU's own first step are ignored. Percentiles
     are over every request of the run (the whole run, drain included). Columns:
-    ttft/tpot/itl at ``percentiles`` (s), output_tps (both GPUs), gpus.
+    ttft/tpot/itl at ``percentiles`` (s), output_tps (both GPUs), gpus. Every GPU's steps are
+    timed as the engine ``profile`` runs them (default ``"vllm"``).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -237,7 +241,7 @@ def compare_with_disaggregation(
     stats = [f"p{q:g}" for q in percentiles]
     rows = {}
     for label, engine in colocated.items():
-        result = simulate(half, model, gpu, engine)
+        result = simulate(half, model, gpu, engine, profile=profile)
         summary = summarize(result.log, percentiles=percentiles).to_dict()
         itl = _itl_percentiles(result, percentiles)
         rows[label] = {
@@ -254,9 +258,11 @@ def compare_with_disaggregation(
         max_num_seqs=256,
         max_num_batched_tokens=whole,
     )
-    prefill_run = simulate(replace(workload, output_tokens=1), model, gpu, prefill_engine)
+    prefill_run = simulate(
+        replace(workload, output_tokens=1), model, gpu, prefill_engine, profile=profile
+    )
     # The decode GPU: prompts arrive with their KV cache, so a prompt costs (almost) nothing.
-    timer = step_timer(model, gpu)
+    timer = step_timer(model, gpu, profile=profile)
 
     def decode_only(prefill, attended, seqs, context, cached=0):
         return timer(0, 0, seqs, context) if seqs else 1e-6

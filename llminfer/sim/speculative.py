@@ -27,6 +27,7 @@ from llminfer.cost.steptime import step_timer
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 
 
 def _check_probability(name: str, value: object, allow_one: bool = True) -> float:
@@ -174,10 +175,11 @@ def speculative_batch_table(
     cost_ratio: float = 0.05,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Speculative decoding's speed-up as the batch grows, with the verification step timed
     by ``step_timer`` (the realistic step model fitted to measured kernels, not the bare
-    roofline) instead of assumed free.
+    roofline; engine ``profile``, default ``"vllm"``) instead of assumed free.
 
     Per sequence a verification pass scores γ + 1 tokens against its ``context_tokens`` of KV
     cache: ``batch × (γ + 1)`` tokens in one step (``step_timer``), where plain decoding runs
@@ -195,7 +197,7 @@ def speculative_batch_table(
     cost_ratio = _check_positive("cost_ratio", cost_ratio, allow_zero=True)
     context_tokens = check_int("context_tokens", context_tokens, 1)
     tokens = speculative_tokens_per_step(alpha, gamma)
-    timer = step_timer(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    timer = step_timer(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype, profile=profile)
     rows = []
     for batch in batches:
         batch = check_int("batches", batch, 1)

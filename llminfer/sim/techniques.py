@@ -46,6 +46,7 @@ from llminfer.sim.workload import sample_lengths
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 from llminfer.units import bytes_per_element
 
 # --- speculative decoding: llminfer.sim.speculative (re-exported above) -------------------------
@@ -381,8 +382,10 @@ def prefix_cache_ttft(
     n_gpus: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> dict[str, float]:
-    """Prefill time (TTFT without queueing) with and without a prefix-cache hit, in seconds.
+    """Prefill time (TTFT without queueing) with and without a prefix-cache hit, in seconds,
+    timed as the engine ``profile`` runs it (``step_timer``; default ``"vllm"``).
 
     A hit prefills only the uncached tail: ``prompt − cached`` new tokens attending to
     themselves and to the ``cached`` tokens read from the KV cache; a miss prefills the whole
@@ -393,7 +396,7 @@ def prefix_cache_ttft(
     """
     hit_rate = _check_probability("hit_rate", hit_rate)
     cached = cached_prefix_tokens(prompt_tokens, shared_prefix_tokens, block_size)
-    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype, profile=profile)
     miss = timer(prompt_tokens, attended_pairs(prompt_tokens, 0), 0, 0)
     new = prompt_tokens - cached
     hit = timer(new, attended_pairs(new, cached), 0, 0, cached)
@@ -418,12 +421,15 @@ def tensor_parallel_table(
     context_tokens: int = 1024,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Per-token decode time versus GPU count, over NVLink and over PCIe.
 
     Each GPU does 1/n of the FLOPs and reads 1/n of the weights, but every layer ends in two
     all-reduces of the activations (after attention and after the MLP) whose time does not
-    shrink with n (``roofline.StepTimer`` counts them, not overlapped). "PCIe" is the same GPU
+    shrink with n (``roofline.StepTimer`` counts them, not overlapped). The compute and memory
+    terms are the roofline at the efficiencies of the engine ``profile`` (default ``"vllm"``):
+    ``StepTimer.breakdown``, not the full step model's time. "PCIe" is the same GPU
     with its NVLink removed. Columns: link, n_gpus, compute_s, memory_s, comm_s, step_s,
     speedup (vs 1 GPU on that link, or the fewest GPUs listed), efficiency (speedup ÷ n
     relative to that baseline), kv_capacity_tokens, fits (the KV cache holds the timed batch:
@@ -444,7 +450,7 @@ def tensor_parallel_table(
     rows = []
     for link, chip in links.items():
         for n in counts:
-            timer = step_timer(model, chip, n, weight_dtype, kv_dtype)
+            timer = step_timer(model, chip, n, weight_dtype, kv_dtype, profile=profile)
             compute, memory, comm = timer.breakdown(0, 0, batch, batch * context_tokens)
             plan = plan_memory(
                 model, chip, n, weight_dtype, kv_dtype, context_tokens=context_tokens

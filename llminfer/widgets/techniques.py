@@ -18,6 +18,7 @@ from llminfer.plots.techniques import (
 )
 from llminfer.sim import techniques
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.specs.stepmodel import get_profile
 from llminfer.units import format_duration
 from llminfer.widgets._explorer import Explorer, choice_slider, grid
 
@@ -107,7 +108,10 @@ class PrefixCacheExplorer(Explorer):
 
     title = "Prefix caching: prefill tokens saved → TTFT"
 
-    def __init__(self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8) -> None:
+    def __init__(
+        self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8, profile="vllm"
+    ) -> None:
+        self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
             "prompt_tokens": W.IntSlider(
                 value=prompt_tokens, min=128, max=32768, step=128, description="prompt tokens"
@@ -122,7 +126,12 @@ class PrefixCacheExplorer(Explorer):
 
     def compute(self, prompt_tokens, shared_prefix_tokens, hit_rate) -> dict:
         result = techniques.prefix_cache_ttft(
-            self.model, self.gpu, prompt_tokens, shared_prefix_tokens, hit_rate
+            self.model,
+            self.gpu,
+            prompt_tokens,
+            shared_prefix_tokens,
+            hit_rate,
+            profile=self.profile,
         )
         return {**result, "shared_prefix_tokens": shared_prefix_tokens}
 
@@ -184,7 +193,10 @@ class TensorParallelExplorer(Explorer):
 
     title = "Tensor parallelism: where more GPUs stop paying"
 
-    def __init__(self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048):
+    def __init__(
+        self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048, profile="vllm"
+    ):
+        self.profile = get_profile(profile)  # the engine whose efficiencies time the steps
         controls = {
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
@@ -199,7 +211,12 @@ class TensorParallelExplorer(Explorer):
 
     def compute(self, model, gpu, batch, context_tokens) -> pd.DataFrame:
         return techniques.tensor_parallel_table(
-            get_model(model), get_gpu(gpu), (1, 2, 4, 8), batch, context_tokens
+            get_model(model),
+            get_gpu(gpu),
+            (1, 2, 4, 8),
+            batch,
+            context_tokens,
+            profile=self.profile,
         )
 
     def describe(self, table: pd.DataFrame) -> str:
@@ -228,7 +245,10 @@ class DisaggregationExplorer(Explorer):
 
     title = "Prefill/decode disaggregation: the KV cache has to travel"
 
-    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm", transfer="pull") -> None:
+    def __init__(
+        self, model="llama-3.1-8b", gpu="h100-sxm", transfer="pull", profile="vllm"
+    ) -> None:
+        self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
@@ -255,7 +275,9 @@ class DisaggregationExplorer(Explorer):
             if bw
         }
         links |= {k: techniques.KV_LINKS[k] for k in ("400 Gb/s InfiniBand", "100 Gb/s Ethernet")}
-        return techniques.disaggregation_table(m, chip, prompts, links=links, transfer=transfer)
+        return techniques.disaggregation_table(
+            m, chip, prompts, links=links, transfer=transfer, profile=self.profile
+        )
 
     def describe(self, table: pd.DataFrame) -> str:
         worst = table.loc[table["exposed_s"].idxmax()]
