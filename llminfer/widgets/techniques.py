@@ -222,7 +222,8 @@ class TensorParallelExplorer(Explorer):
     def describe(self, table: pd.DataFrame) -> str:
         rows = [
             f"{r.link} × {r.n_gpus}: {r.step_s * 1e3:.2f} ms/step (comm {r.comm_s * 1e3:.2f} ms)"
-            f", efficiency {r.efficiency:.0%}{'' if r.fits else ' — weights do not fit'}"
+            f", efficiency {r.efficiency:.0%}"
+            + ("" if r.fits else " — this batch's KV cache does not fit")
             for r in table.itertuples()
         ]
         return "<br>".join(html.escape(r) for r in rows)
