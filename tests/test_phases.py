@@ -66,6 +66,7 @@ def test_phases_of_a_hand_built_run():
     assert (a.start_s, a.end_s, a.duration_s) == (0.0, 1.0, 1.0)
     assert (a.steps, a.decode_steps, a.prefill_steps) == (2, 1, 1)
     assert (a.decode_batch_mean, a.running_batch_mean) == (1.0, 1.0)
+    assert a.decode_only_step_s == 0.5
     assert a.prefill_time_share == 0.5 and a.busy_share == 1.0
     assert (a.output_tokens, a.output_tps, a.completed) == (1, 1.0, 0)
     assert a.kv_blocks_mean == 1.0 and a.kv_used_share == 0.1
@@ -74,6 +75,7 @@ def test_phases_of_a_hand_built_run():
     assert (d.start_s, d.end_s, d.duration_s) == (1.0, 3.0, 2.0)
     assert (d.steps, d.decode_steps, d.prefill_steps) == (3, 3, 1)
     assert d.decode_batch_mean == 1.0 and math.isclose(d.running_batch_mean, 4 / 3)
+    assert d.decode_only_step_s == 0.75  # steps 3 and 4
     assert d.prefill_time_share == 0.5 / 2.0 and d.busy_share == 1.0
     assert (d.output_tokens, d.output_tps, d.completed) == (5, 2.5, 2)
     assert math.isclose(d.kv_blocks_mean, 4 / 3)
@@ -213,3 +215,11 @@ def test_the_realistic_logs_last_two_minutes():
     late = summarize(big, window=since_first_start(big, 480, 600))
     assert late.window_s == 120.0 and round(late.rps, 1) == 7.8
     assert 1700 < late.output_tps < 1800
+
+
+def test_window_counts_each_token_of_a_multi_token_chunk():
+    frame = window_frame().iloc[:2].copy()
+    frame["token_ts"] = [np.array([100.2, 100.9]), np.array([100.7, 101.5])]
+    frame["chunk_tokens"] = [np.array([1, 1]), np.array([1, 2])]
+    s = summarize(read_requests(frame), window=(101.0, 102.0))
+    assert s.output_tps == 2.0  # r1's last chunk carries two tokens, at 101.5 s

@@ -90,7 +90,7 @@ def emitted_tokens(
 ) -> float | None:
     """Output tokens emitted inside ``[t0, t1)`` (``[t0, t1]`` with ``include_end``) by
     successful requests, from ``token_ts``
-    (and ``token_counts`` where a chunk carries several tokens); None without ``token_ts``.
+    (and ``chunk_tokens`` where a chunk carries several tokens); None without ``token_ts``.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
@@ -98,7 +98,7 @@ def emitted_tokens(
         return None
     ok = (requests["status"] == "ok").to_numpy()
     cells = requests["token_ts"].to_numpy(dtype=object)
-    counts = requests["token_counts"].to_numpy(dtype=object) if "token_counts" in requests else None
+    counts = requests["chunk_tokens"].to_numpy(dtype=object) if "chunk_tokens" in requests else None
     total = 0.0
     for i in np.flatnonzero(ok):
         ts = cells[i]

@@ -208,6 +208,7 @@ class SimResult:
           least one decoding sequence), ``prefill_steps`` (steps that prefill any token);
         - ``decode_batch_mean``: mean decoding sequences per decode step (the sweep's
           ``mean_batch``); ``running_batch_mean``: mean sequences per step, all steps;
+          ``decode_only_step_s``: mean duration of the steps that decode and prefill nothing;
         - ``prefill_time_share``: share of the phase's step time spent in steps that prefill;
           ``busy_share``: the share of the phase's wall time the GPU runs a step (steps
           clipped to the phase; below 1 when it idles);
@@ -319,6 +320,9 @@ def run_phases(result: SimResult, percentiles: tuple[float, ...] = (50, 99)) -> 
             if decode.any()
             else math.nan,
             "running_batch_mean": float(part["batch_size"].mean()) if len(part) else math.nan,
+            "decode_only_step_s": float(part.loc[decode & ~prefill, "duration_s"].mean())
+            if (decode & ~prefill).any()
+            else math.nan,
             "prefill_time_share": float(part.loc[prefill, "duration_s"].sum()) / busy
             if busy > 0
             else math.nan,
