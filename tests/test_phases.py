@@ -223,3 +223,12 @@ def test_window_counts_each_token_of_a_multi_token_chunk():
     frame["chunk_tokens"] = [np.array([1, 1]), np.array([1, 2])]
     s = summarize(read_requests(frame), window=(101.0, 102.0))
     assert s.output_tps == 2.0  # r1's last chunk carries two tokens, at 101.5 s
+
+
+def test_max_goodput_judges_the_window_it_is_given():
+    from llminfer.sim.loadsweep import max_goodput
+
+    workload = Workload(60, rate=1, prompt_tokens=Uniform(100, 800), output_tokens=Uniform(20, 200))
+    found = max_goodput(workload, LLAMA8, H100, {"ttft_s": 0.5}, rates=[2, 40], window="arrivals")
+    table = sweep(workload, LLAMA8, H100, rates=[2, 40], slo={"ttft_s": 0.5}, window="arrivals")
+    assert list(found.table["ttft_s_p99"]) == list(table["ttft_s_p99"])

@@ -178,7 +178,7 @@ EXERCISES: tuple[Exercise, ...] = (
         compute=_who_is_lost,
         hint="compare the median output_tokens of the requests lost at 40 ms with those still "
         "good (request_metrics(big)); then compare their start times",
-        accept=("none", "no"),
+        accept=("none",),
     ),
     Exercise(
         key="06.3",

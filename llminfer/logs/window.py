@@ -3,8 +3,11 @@
 A slice of a log ("the last two minutes") has its own window. Summarising the slice's rows over
 *their* first start → last end stretches the window to whenever the slowest of them finished:
 120 s of arrivals can become a 182 s window and every rate comes out a third too low. The rule
-here, the one benchmark tools use for a run (vLLM ``bench serve`` and GuideLLM count the
-requests that completed, over the run's duration):
+here is the one vLLM's ``bench serve`` applies to a run (the requests that completed, over the
+run's duration; vLLM 0.33.0 ``vllm/benchmarks/serve.py``). GuideLLM 0.8.1, given a warm-up or
+cool-down window, keeps instead every request that *overlaps* the measured span
+(``guidellm/benchmark/schemas/accumulator.py``); completion is the rule that keeps a request in
+exactly one of two adjacent windows:
 
 - **which requests**: those that *completed* inside ``[t0, t1)`` — ``end_ts`` in the window (a
   failed request with no ``end_ts`` is placed by its ``start_ts``). Rates (RPS, goodput), the
