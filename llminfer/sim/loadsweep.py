@@ -205,10 +205,12 @@ def compare_engines(
     for label, engine in engines.items():
         result = simulate(workload, model, gpu, engine, **simulate_kwargs)
         requests = result.requests
+        row = _summary_row(result, percentiles)
         rows[label] = {
             "preemptions": result.preemptions,
+            "mean_batch": row.pop("mean_batch"),
             "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
-            **_summary_row(result, percentiles),
+            **row,
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
