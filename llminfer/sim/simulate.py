@@ -159,6 +159,11 @@ class SimResult:
       (queue length) and ``output_tokens`` (tokens the step produced).
     - ``preemptions``: total recompute preemptions; ``capacity_blocks``: KV blocks available.
 
+    A finite run is two servers in a row: the arrival window (first → last arrival, the offered
+    load) and the drain (the queue worked off, batches shrinking). ``phases()`` gives each its
+    own figures and ``summary(window="arrivals")`` summarises the first; ``summary()`` covers
+    the whole run, drain included.
+
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
