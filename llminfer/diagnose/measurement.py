@@ -18,8 +18,9 @@ service stop keeping up?
   another's end: the client waits for answers before sending) keeps the queue in the client,
   so the server's queue cannot grow however far past capacity it is pushed; its throughput at
   saturation *is* the capacity, but a TTFT from it is not what users at that rate would see.
-  With ``intended_rps``, an open-loop generator that sent slower than asked
-  (< ``SENT_SHARE`` of it) saturated before the server.
+  With ``intended_rps``, an open-loop generator that sent slower than asked (below
+  ``SENT_SHARE`` of it and below what Poisson chance allows for n arrivals, 1 − 3/√(n−1) of it)
+  saturated before the server.
 
 ``load_sweep(logs, slo)`` is the sweep as a step: one log per offered load, and per load the
 offered and served rates over the arrival window, p90 TTFT/TPOT and whether the server kept up
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.diagnose.procedure import SERVED_SHARE
+from llminfer.diagnose.signals import completion_rate
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.reading import read_requests
 from llminfer.logs.schema import RequestLog
@@ -54,8 +56,11 @@ DRAIN_SHARE = 0.2
 CLOSED_LOOP_GAP_S = 0.005
 #: Above this share of requests released by another's end, the client ran a closed loop.
 CLOSED_LOOP_SHARE = 0.8
-#: An open-loop client that sent less than this share of the asked rate saturated first.
+#: An open-loop client that sent less than this share of the asked rate saturated first, and
+#: less than Poisson chance allows: n arrivals' rate falls 3 standard deviations (3/√(n−1) of
+#: the rate) below the asked one about once in 700 runs.
 SENT_SHARE = 0.9
+SENT_SIGMAS = 3.0
 
 
 def _requests(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
@@ -67,8 +72,10 @@ def _requests(log: RequestLog | pd.DataFrame) -> pd.DataFrame:
 def arrival_window_rates(log: RequestLog | pd.DataFrame) -> dict[str, float]:
     """Rates over the arrival window (first → last start, seconds), not the run: ``offered_rps``
     = (arrivals − 1) / window; ``served_rps`` = successful completions inside the window /
-    window; ``output_tps`` = their output tokens / window; ``window_s``, ``drain_s`` (last end −
-    last start) and ``whole_run_rps`` (successes / first start → last end, the tools' rate).
+    window (it undercounts by the requests in flight at the window's end, offered rate × mean
+    latency by Little's law: negligible only for a window much longer than the latency);
+    ``output_tps`` = their output tokens / window; ``window_s``, ``drain_s`` (last end − last
+    start) and ``whole_run_rps`` (successes / first start → last end, the tools' rate).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -207,8 +214,11 @@ def _load_generator(r: pd.DataFrame, intended_rps: float | None) -> tuple:
             "arrivals (llminfer bench --rate)",
         )
     if intended_rps is not None:
+        n = len(r)
+        floor = min(SENT_SHARE, 1 - SENT_SIGMAS / math.sqrt(max(n - 1, 1))) * intended_rps
         evidence["intended_rps"] = float(intended_rps)
-        if rates["offered_rps"] < SENT_SHARE * intended_rps:
+        evidence["lowest_expected_rps"] = float(max(floor, 0.0))
+        if rates["offered_rps"] < floor:
             return (
                 "load_generator",
                 "warn",
@@ -226,7 +236,10 @@ def load_sweep(
     sorted by offered rate, with the arrival-window ``offered_rps`` and ``served_rps``,
     ``ttft_s_p90`` and ``tpot_s_p90`` (s), ``good_fraction`` (share meeting ``slo``),
     ``keeps_up`` (served ≥ ``SERVED_SHARE`` × offered) and ``within_targets`` (keeps up and both
-    p90s meet ``slo``).
+    p90s meet ``slo``). ``offered_rps`` is over the arrival window; ``served_rps`` is the
+    completion rate over the middle 80 % of completions (``signals.completion_rate``, as the
+    saturation step measures it): completions inside a short arrival window undercount by the
+    requests still in flight at its end (Little's law: offered rate × mean latency).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -239,10 +252,13 @@ def load_sweep(
     for label, log in logs.items():
         rates = arrival_window_rates(log)
         flat = summarize(log, percentiles=(90,), slo=slo).to_dict()
-        keeps_up = rates["served_rps"] >= SERVED_SHARE * rates["offered_rps"]
+        r = _requests(log)
+        ok = (r["status"] == "ok").to_numpy() if "status" in r else np.ones(len(r), bool)
+        served = completion_rate(r["end_ts"].to_numpy(float)[ok])
+        keeps_up = served >= SERVED_SHARE * rates["offered_rps"]
         rows[label] = {
             "offered_rps": rates["offered_rps"],
-            "served_rps": rates["served_rps"],
+            "served_rps": served,
             "ttft_s_p90": flat["ttft_s_p90"],
             "tpot_s_p90": flat["tpot_s_p90"],
             "good_fraction": flat["good_fraction"],
