@@ -24,6 +24,15 @@ from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
 CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
 
 
+#: The case measured on a real engine (not simulated): the toy server of chapter 8 under
+#: ``llminfer bench`` at two offered loads (requests/s asked of the client), logs in data/ made
+#: by ``scripts/make_real_engine_logs.py`` (data/README.md says on which machine, and when).
+REAL_CASE_LOGS = {"light": "real_toy_light.csv", "heavy": "real_toy_heavy.csv"}
+REAL_CASE_RATES = {"light": 0.5, "heavy": 4.0}
+#: Its targets: a CPU toy is slower per token than a GPU, so 50 ms (20 tokens/s per user).
+REAL_CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.050}
+
+
 #: The engine the first five case studies were written for, spelled out (vLLM V0-like: no
 #: chunked prefill, no prefix caching), so a change of the EngineConfig defaults does not
 #: change them.

@@ -46,6 +46,18 @@ def _ramp_first_window() -> int:
     return int(report.finding("saturation").evidence["window"].split("/")[0])
 
 
+def _real_heavy_cant_tell() -> str:
+    from llminfer.diagnose.cases import REAL_CASE_LOGS, REAL_CASE_SLO
+    from llminfer.diagnose.run import diagnose
+    from llminfer.exercises.datasets import dataset_path
+    from llminfer.logs.reading import read_requests
+
+    log = read_requests(dataset_path(REAL_CASE_LOGS["heavy"]))
+    report = diagnose(log, slo=REAL_CASE_SLO)
+    steps = [f.step for f in report.findings if f.verdict == "cant_tell"]
+    return steps[0] if steps else "none"
+
+
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "07.1",
@@ -80,5 +92,14 @@ EXERCISES: tuple[Exercise, ...] = (
         _ramp_first_window,
         rel_tol=0.0,
         hint="report.finding('saturation').evidence['window']",
+    ),
+    Exercise(
+        "07.5",
+        "Diagnose the toy server's heavy-load log (data/real_toy_heavy.csv, what llminfer bench "
+        "records: client-side times only) with REAL_CASE_SLO and nothing else — no deployment, "
+        "no scrape. Which step says can't tell?",
+        _real_heavy_cant_tell,
+        hint="diagnose(read_requests(...), slo=REAL_CASE_SLO), then look for the finding whose "
+        "verdict is 'cant_tell' and read its .missing",
     ),
 )
