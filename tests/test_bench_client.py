@@ -189,15 +189,26 @@ def test_bad_arguments_raise_value_errors():
         bench("http://127.0.0.1:1/v1", workload, "m", warmup=-1)
 
 
-def test_ctrl_c_writes_every_finished_request_and_the_counts_add_up(tmp_path):
-    """SIGINT to a real ``python -m llminfer bench`` mid-run: exit 130, the log holds every
-    request that finished, the ones in flight are written apart as not finished, and the
-    summary line states sent = ok + failed + not finished."""
+def _bench_child(stub, out, n=40, extra=()):
     import os
-    import re
-    import signal
     import subprocess
     import sys
+
+    command = [sys.executable, "-m", "llminfer", "bench", stub.url, "--model", "stub"]
+    command += ["--n", str(n), "--concurrency", "2", "--prompt-tokens", "7"]
+    command += ["--output-tokens", "5", "--out", str(out), "--no-progress", *extra]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_writes_every_finished_request_and_the_counts_add_up(tmp_path, signame):
+    """SIGINT (or SIGTERM, the same) to a real ``python -m llminfer bench`` mid-run: exit 130,
+    the log holds every request that finished, the ones in flight as ``not finished`` rows and
+    the ones not yet sent as ``not sent`` rows, and the summary line states sent = ok + failed
+    + not finished."""
+    import re
+    import signal
     import threading
     import time
 
@@ -213,28 +224,29 @@ def test_ctrl_c_writes_every_finished_request_and_the_counts_add_up(tmp_path):
 
     out = tmp_path / "log.csv"
     with StubServer(script) as stub:
-        command = [sys.executable, "-m", "llminfer", "bench", stub.url, "--model", "stub"]
-        command += ["--n", "40", "--concurrency", "2", "--prompt-tokens", "7"]
-        command += ["--output-tokens", "5", "--out", str(out), "--no-progress"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        child = _bench_child(stub, out)
         deadline = time.monotonic() + 60
         while len(started) < 7 and time.monotonic() < deadline:  # >= 5 answers finished
             time.sleep(0.02)
         assert len(started) >= 7, "bench did not get going within 60 s"
-        child.send_signal(signal.SIGINT)
+        child.send_signal(getattr(signal, signame))
         stdout, stderr = child.communicate(timeout=60)
     text = stdout.decode()
     assert child.returncode == 130, (child.returncode, text, stderr.decode()[-2000:])
-    counts = re.search(r"sent (\d+), ok (\d+), failed (\d+), not finished (\d+)", text)
+    counts = re.search(
+        r"sent (\d+), ok (\d+), failed (\d+), not finished (\d+), not sent (\d+)", text
+    )
     assert counts, text
-    sent, ok, failed, unfinished = map(int, counts.groups())
+    sent, ok, failed, unfinished, not_sent = map(int, counts.groups())
     assert sent == ok + failed + unfinished and failed == 0, text
-    assert ok >= 5 and 1 <= unfinished <= 2 and sent < 40, text  # 2 users: at most 2 in flight
-    assert "interrupted by Ctrl-C" in text
+    assert ok >= 5 and 1 <= unfinished <= 2 and sent < 40 and sent + not_sent == 40, text
+    assert ("interrupted by Ctrl-C" if signame == "SIGINT" else "interrupted by SIGTERM") in text
     log = read_requests(out)
-    assert len(log) == ok and log.n_failed == 0
-    assert all(len(ts) == 5 for ts in log.requests["token_ts"])  # finished answers are whole
-    rest = read_requests(out.with_name("log.unfinished.csv"))
-    assert len(rest) == unfinished
-    assert rest.requests["error"].str.startswith("not finished").all()
+    assert len(log) == 40 and log.n_failed == unfinished + not_sent
+    finished = log.ok
+    assert len(finished) == ok
+    assert all(len(ts) == 5 for ts in finished["token_ts"])  # finished answers are whole
+    errors = log.requests["error"].fillna("")
+    assert errors.str.startswith("not finished").sum() == unfinished
+    assert errors.str.startswith("not sent").sum() == not_sent
+    assert "Traceback" not in stderr.decode()

@@ -147,7 +147,13 @@ def test_long_prompts_fix_is_what_the_report_suggests():
     # The FP8 KV cache part of the fix is a decode-side change the report offers for a TPOT
     # that misses alone (too_slow, decode): what one request alone at 32k context takes.
     alone = estimate_latency(
-        get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 32000, 128, batch=1, n_gpus=4
+        get_model("llama-3.1-8b"),
+        get_gpu("h100-sxm"),
+        32000,
+        128,
+        batch=1,
+        n_gpus=4,
+        profile=case.deployment.profile,
     ).tpot_s
     alone_fp8 = estimate_latency(
         get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 32000, 128, batch=1, n_gpus=4,
@@ -174,16 +180,16 @@ def test_every_case_spells_out_its_engine():
 
 def test_overloaded_tp2_beats_two_replicas():
     """TP = 2 against two replicas at 21 req/s (realistic step times): two replicas meet both
-    targets for 79 % of the requests (each engine still decodes too many together for 20 ms),
-    TP = 2 for 98.8 %; one replica for none."""
+    targets for 83 % of the requests (each engine still decodes too many together for 20 ms),
+    TP = 2 for 96.9 %; one replica for none (the case studies' "pytorch" profile)."""
     case = CASE_STUDIES["overloaded"]
     good = {}
     for label, change in {"replicas": {"replicas": 2}, "tp": {"n_gpus": 2}}.items():
         log = read_requests(case.requests(replace(case.deployment, **change)))
         good[label] = remeasure(case_log("overloaded"), log, CASE_SLO).loc["good_fraction"]
     assert good["tp"]["before"] < 0.01
-    assert good["tp"]["after"] == pytest.approx(0.988, abs=0.002)
-    assert good["replicas"]["after"] == pytest.approx(0.787, abs=0.002)
+    assert good["tp"]["after"] == pytest.approx(0.969, abs=0.002)
+    assert good["replicas"]["after"] == pytest.approx(0.830, abs=0.002)
     # And the report weighs TP first because TPOT misses too.
     report = diagnose(case_log("overloaded"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
     keys = [s.key for s in report.suggestions]
@@ -200,7 +206,7 @@ def test_interference_goes_when_chunked_prefill_is_on():
     costs its compute, so TPOT p90 falls only from 22 to 17 ms while ITL p99 falls twelvefold."""
     w = Workload(500, rate=3, prompt_tokens=Empirical((8000,) * 3 + (200,) * 7),
                  output_tokens=LogNormal(32, 0.3, 16, 1024), seed=11)  # fmt: skip
-    off = Deployment(engine=LONG_V0_ENGINE)
+    off = Deployment(engine=LONG_V0_ENGINE, profile="pytorch")  # the case studies' profile
     report = run(w, off)
     assert report.cause == "interference"
     assert "enable_chunked_prefill" in [s.key for s in report.suggestions]
@@ -208,8 +214,8 @@ def test_interference_goes_when_chunked_prefill_is_on():
     assert before["stalls"] > 100 and before["stalls_in_prefill_share"] == 1.0
     assert before["itl_s_p99"] > 20 * before["itl_s_p50"]
     assert before["tpot_p90_without_stalls_s"] < CASE_SLO["tpot_s"] < before["tpot_p90_s"]
-    on = Deployment(
-        engine=replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
+    on = replace(
+        off, engine=replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
     )
     fixed = run(w, on)
     assert fixed.verdict == "ok" and already_on(fixed, on) == []

@@ -251,3 +251,22 @@ def test_capacity_never_negative_and_within_budget(model, budget, block, tp):
 def test_bad_input_names_parameter_and_value(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_gpu_memory_utilization_applies_to_the_cuda_total_as_vllm_does():
+    from llminfer.cost.memory import CUDA_TOTAL_GIB, cuda_total_bytes, plan_memory
+
+    h100, llama = get_gpu("h100-sxm"), get_model("llama-3.1-8b")
+    # nvidia-smi 81,559 MiB = 79.65 GiB; CUDA (torch.cuda.mem_get_info) 79.19 GiB
+    assert round(h100.memory_bytes / 2**30, 2) == 79.65
+    assert cuda_total_bytes(h100) == CUDA_TOTAL_GIB[h100.name] * 2**30 == 79.19 * 2**30
+    driver = plan_memory(llama, h100, gpu_memory_utilization=0.9)
+    cuda = plan_memory(llama, h100, gpu_memory_utilization=0.9, memory_total="cuda")
+    assert cuda.usable_bytes == pytest.approx(0.9 * 79.19 * 2**30)
+    assert (driver.usable_bytes - cuda.usable_bytes) / 2**30 == pytest.approx(0.41, abs=0.005)
+    assert cuda.capacity_tokens < driver.capacity_tokens
+    # a GPU without a known CUDA total falls back to the driver's figure
+    a100 = get_gpu("a100-80gb")
+    assert cuda_total_bytes(a100) == a100.memory_bytes
+    with pytest.raises(ValueError, match="memory_total='smi'"):
+        plan_memory(llama, h100, memory_total="smi")

@@ -36,14 +36,32 @@ COMPUTE_GPUS = [name for name in list_gpus() if get_gpu(name).supported_dtypes]
 # --- reference points (issue 4) ------------------------------------------------------------
 
 
-def test_llama31_8b_decode_reads_16_06_gb_and_ideal_tpot_is_4_79_ms():
+def test_llama31_8b_decode_reads_15_01_gb_and_ideal_tpot_is_4_48_ms():
     cost = step_cost(LLAMA8, batch=1, new_tokens=1, context_tokens=1)
-    assert cost.weight_bytes == weight_bytes(LLAMA8, "bf16") == 16_060_522_496
-    assert cost.memory_bytes / GB == pytest.approx(16.06, abs=0.01)
+    # stored 16.06 GB; the 128,256 × 4,096 input table (1.05 GB) is gathered, one row read
+    table = 128_256 * 4096 * 2
+    assert weight_bytes(LLAMA8, "bf16") == 16_060_522_496 and table == 1_050_673_152
+    assert cost.weight_bytes == 16_060_522_496 - table == 15_009_849_344
+    assert cost.memory_bytes / GB == pytest.approx(15.02, abs=0.01)
     est = estimate_latency(LLAMA8, H100, prompt_tokens=1, output_tokens=2)
-    assert est.ideal.tpot_s == pytest.approx(4.79e-3, abs=0.01e-3)
-    assert est.ideal.tokens_per_s == pytest.approx(209, abs=0.5)
+    assert est.ideal.tpot_s == pytest.approx(4.48e-3, abs=0.01e-3)
+    assert est.ideal.tokens_per_s == pytest.approx(223, abs=0.5)
     assert est.decode_bound == est.ideal.decode_bound == "memory"
+
+
+def test_embedding_lookup_reads_only_its_rows_and_tied_matrix_is_read_once():
+    # untied: the input table is not read; each token of the step gathers one row (counted
+    # with the activations, which scale with the tokens)
+    one, many = (step_cost(LLAMA8, 1, t, 0) for t in (1, 2048))
+    assert one.weight_bytes == many.weight_bytes == 16_060_522_496 - 128_256 * 4096 * 2
+    per_layer = (10 * 4096 + 2 * 4096 + 2 * 1024 + 3 * 14336) * 2
+    assert one.activation_bytes == 32 * per_layer + 4096 * 2
+    # tied (Llama-3.2-1B): the LM head reads the one shared matrix, counted once
+    tied = get_model("llama-3.2-1b")
+    assert step_cost(tied, 1, 1, 1).weight_bytes == pytest.approx(weight_bytes(tied, "bf16"))
+    # tensor parallelism splits the table by vocabulary (vLLM's VocabParallelEmbedding)
+    tp2 = step_cost(LLAMA8, 1, 1, 1, tp=2).weight_bytes
+    assert tp2 == pytest.approx((16_060_522_496 - 1_050_673_152) / 2)
 
 
 def test_llama2_7b_prefill_of_2048_tokens_is_27_6_tflop_and_at_least_88_ms_on_a100():
@@ -176,11 +194,12 @@ def test_kv_read_and_sliding_window_cap():
 def test_moe_reads_only_the_experts_a_batch_touches():
     mixtral = get_model("mixtral-8x7b")  # 8 experts, 2 per token
     per_expert = (mixtral.n_params - mixtral.n_active_params) / 6 * 2  # bytes, bf16
-    shared = mixtral.n_params * 2 - 8 * per_expert
+    table = 32000 * 4096 * 2  # the untied input embedding: gathered, not read
+    shared = mixtral.n_params * 2 - 8 * per_expert - table
     one = step_cost(mixtral, 1, 1, 100)
     assert one.weight_bytes == pytest.approx(shared + 2 * per_expert)
     many = step_cost(mixtral, 1, 4096, 0)
-    assert many.weight_bytes == pytest.approx(weight_bytes(mixtral, "bf16"))
+    assert many.weight_bytes == pytest.approx(weight_bytes(mixtral, "bf16") - table)
 
 
 def test_tensor_parallel_adds_two_allreduces_per_layer():

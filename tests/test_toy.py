@@ -1,12 +1,11 @@
-"""The numpy toy transformer: cache equivalence, cache bytes, parameter count, FlashAttention IO."""
+"""The numpy toy transformer: cache equivalence, cache bytes, parameter count."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llminfer import get_gpu, kv_cache_bytes
-from llminfer.cost.flash import attention_hbm_bytes, attention_hbm_elements, flash_traffic_table
+from llminfer import kv_cache_bytes
 from llminfer.cost.toy import ToyModel
 
 
@@ -77,47 +76,3 @@ def test_generate_rejects_bad_input(kwargs, name):
 def test_toy_rejects_unknown_dtype():
     with pytest.raises(ValueError, match="dtype='float64'"):
         ToyModel(dtype="float64")
-
-
-# --- FlashAttention IO (Dao et al. 2022, arXiv:2205.14135) ------------------------------------
-
-
-def test_standard_attention_moves_4nd_plus_4n2_elements():
-    assert attention_hbm_elements(1024, 64, "standard") == 4 * 1024 * 64 + 4 * 1024**2
-
-
-def test_flash_attention_count_follows_algorithm_1():
-    n, d, m = 1024, 64, 32 * 1024
-    block = -(-m // (4 * d))  # B_c = ceil(M / 4d) = 128
-    column_blocks = -(-n // block)  # T_c = 8
-    expected = n * d + 2 * n + 2 * n * d + column_blocks * (3 * n * d + 4 * n)
-    assert attention_hbm_elements(n, d, "flash", m) == expected
-
-
-def test_flash_traffic_scales_as_n2_d2_over_m():
-    n, d = 65536, 128
-    small, large = (attention_hbm_elements(n, d, "flash", m) for m in (64 * 1024, 128 * 1024))
-    assert small / large == pytest.approx(2, rel=0.05)  # twice the SRAM, half the passes
-    quadrupled = attention_hbm_elements(2 * n, d, "flash", 64 * 1024)
-    assert quadrupled / small == pytest.approx(4, rel=0.05)
-
-
-def test_flash_moves_fewer_bytes_than_standard_for_long_sequences():
-    h100 = get_gpu("h100-sxm")
-    table = flash_traffic_table([512, 4096, 32768], sram_bytes=h100.shared_memory_per_sm)
-    assert (table["ratio"] > 1).all()
-    assert table["ratio"].is_monotonic_increasing
-    assert attention_hbm_bytes(4096, 128, 32, "bf16", "standard") == 2 * 32 * (
-        4 * 4096 * 128 + 4 * 4096**2
-    )
-
-
-def test_flash_bad_input():
-    with pytest.raises(ValueError, match="method='sparse'"):
-        attention_hbm_elements(10, 8, "sparse")
-    with pytest.raises(ValueError, match="sram_elements=16"):
-        attention_hbm_elements(10, 8, "flash", 16)
-    with pytest.raises(ValueError, match="seq_len=0"):
-        attention_hbm_bytes(0, 8)
-    with pytest.raises(ValueError, match="sram_bytes=-1"):
-        attention_hbm_bytes(10, 8, method="flash", sram_bytes=-1)

@@ -17,13 +17,24 @@ requests in a prefix group start with the same words.
 
 Every request sent ends in the log: ``status`` ok or failed with the reason in ``error``
 (connection refused, HTTP status and the server's message, time-out, a stream cut before
-``[DONE]``, an answer without a single token). Times are seconds from the start of the run.
+``[DONE]``, an answer without a single token, a reply that is not an event stream, a redirect:
+a benchmark measures the URL it was given, so redirects are not followed). Times are seconds
+from the start of the run.
+
+A request whose kept-alive connection the server had already closed (llama.cpp's server, for
+one, closes it after every answer while sending ``Connection: keep-alive``) fails before any
+answer came; it is sent again once, on a fresh connection — counted once, as what the second
+try got, with a ``note`` saying so. ``keepalive=False`` (``--no-keepalive``) opens a
+connection per request instead. What a server says about itself that cannot be true (a
+``usage`` count of the wrong type, negative, fewer tokens than text chunks, more than asked
+for) is a per-request ``note`` and the count falls back to the chunks (``token_counts``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.bench.sse import StreamParser
+from llminfer.logs.schema import MAX_TOKENS
 from llminfer.sim.workload import Workload
 
 #: Prompt words: common English words, each a single token in the usual BPE vocabularies.
@@ -138,8 +150,10 @@ class RequestRecord:
     """One request as the client saw it; times in seconds from the run's start.
 
     ``chunk_ts``: arrival time of every chunk that carried text; ``usage``: the server's
-    counts if it sent them; ``http_status``: 0 when no response came; ``unfinished``: the run
-    was interrupted (Ctrl-C) while this request was in flight — neither ok nor failed.
+    counts if it sent them (as sent: ``token_counts`` checks them); ``http_status``: 0 when no
+    response came; ``unfinished``: the run was interrupted (Ctrl-C, SIGTERM) while this
+    request was in flight or before it was sent (``not_sent``) — neither ok nor failed;
+    ``note``: what was odd about an answer that did not make it fail.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -156,11 +170,46 @@ class RequestRecord:
     error: str = ""
     warmup: bool = False
     unfinished: bool = False
+    not_sent: bool = False
+    note: str = ""
 
     @property
     def ok(self) -> bool:
         """The request finished and succeeded."""
         return not self.error
+
+    def token_counts(self) -> tuple[int, str, int, str, str]:
+        """(input tokens, where from, output tokens, where from, note). From ``usage`` when
+        the server's counts can be true — integers (not booleans) below 2^53, a prompt of at
+        least one token, output at least one token per text chunk and at most ``max_tokens``
+        (or the chunks, if more came) — else ``requested`` (the prompt length asked for) and
+        ``counted`` (text chunks), with a note naming the value refused.
+
+        Introduced in: notebooks/08_measure_a_server.ipynb
+        """
+        usage = self.usage if isinstance(self.usage, dict) else {}
+        counted, notes = len(self.chunk_ts), []
+
+        def count(key: str, low: int, high: int):
+            value = usage.get(key)
+            if value is None:
+                return None
+            if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+                return value
+            notes.append(f"usage.{key}={json.dumps(value)[:40]} cannot be true")
+            return None
+
+        prompt = count("prompt_tokens", 1, MAX_TOKENS - 1)  # a request has a prompt
+        output = count("completion_tokens", counted, max(self.max_tokens, counted))
+        if notes:
+            notes[-1] += f"; counted {counted} chunks, {self.prompt_tokens} prompt tokens asked"
+        return (
+            self.prompt_tokens if prompt is None else prompt,
+            "requested" if prompt is None else "usage",
+            counted if output is None else output,
+            "counted" if output is None else "usage",
+            "; ".join(notes),
+        )
 
 
 def make_prompt(n_tokens: int, rng: np.random.Generator, prefix: str = "") -> str:
@@ -211,28 +260,83 @@ def request_body(model: str, prompt: str, max_tokens: int, chat: bool, usage: bo
     return body
 
 
+#: Errors that mean the server had closed the connection before this request got any answer:
+#: a kept-alive connection it closed after its previous answer. Sent again once, fresh.
+def _stale_connection_errors():
+    import aiohttp
+
+    return (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+
+
 async def send_request(session, url: str, body: dict, record: RequestRecord, t0: float) -> None:
     """Stream one request to ``url`` and fill ``record`` (times in seconds since ``t0``, a
     ``time.perf_counter`` value); a failed request gets its reason in ``record.error`` and
     never raises, except that cancelling it (Ctrl-C) marks it ``unfinished`` and re-raises.
+    A request that fails because the server had closed its connection before any byte of the
+    answer came is sent again once on a fresh connection (``record.note`` says so).
 
     Timing: the clock is read first thing after each network read returns, before the bytes
     are split or parsed, and every token in that read gets that time (``StreamParser``).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    clock = time.perf_counter
+    record.start_ts = clock() - t0
+    parser = StreamParser()
+    try:
+        if not await _attempt(session, url, body, record, t0, parser, fresh=False):
+            record.note = f"sent again on a fresh connection after: {record.error}"
+            record.error, record.http_status = "", 0
+            parser = StreamParser()
+            await _attempt(session, url, body, record, t0, parser, fresh=True)
+    finally:  # also when cancelled: an unfinished request keeps what it got
+        record.end_ts = clock() - t0
+        record.chunk_ts = [t - t0 for t in parser.token_ts]
+        record.text_chars, record.usage = parser.chars, parser.usage
+    if parser.invalid_utf8:
+        record.note = "; ".join(filter(None, [record.note, "invalid UTF-8 read as U+FFFD"]))
+    if record.error:
+        return
+    if parser.error:
+        record.error = parser.error
+    elif not parser.done and parser.finish_reason is None:
+        where = " in the middle of an event" if parser.cut_mid_event else ""
+        record.error = (
+            f"stream cut: ended{where} without [DONE] after {len(record.chunk_ts)} chunks"
+        )
+    elif not record.chunk_ts:
+        record.error = "empty response: the stream carried no token"
+
+
+async def _attempt(session, url, body, record, t0, parser, fresh: bool) -> bool:
+    """One try (``fresh``: on a connection of its own); False when the server had closed the
+    connection before answering anything (worth one more try), True otherwise (the record
+    says how it went)."""
     import aiohttp
 
-    clock = time.perf_counter
-    parser = StreamParser()
-    record.start_ts = clock() - t0
+    if fresh:
+        # A retry must not take another pooled connection the server may also have closed:
+        # it gets a connection of its own, for the time the request has left.
+        left = (session.timeout.total or 300.0) - (time.perf_counter() - t0 - record.start_ts)
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(force_close=True),
+            timeout=aiohttp.ClientTimeout(total=max(left, 0.001)),
+        ) as own:
+            return await _attempt(own, url, body, record, t0, parser, fresh=False)
+    clock, answered = time.perf_counter, False
     try:
-        async with session.post(url, json=body) as response:
+        async with session.post(url, json=body, allow_redirects=False) as response:
+            answered = True
             record.http_status = response.status
-            if response.status >= 400:
-                text = await response.text()
-                record.error = f"HTTP {response.status}: {_error_message(text)}"
-                return
+            if response.status >= 300:
+                text = await response.text(errors="replace")
+                record.error = f"HTTP {response.status}: {_error_message(response, text)}"
+                return True
+            kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if kind in ("application/json", "text/html"):
+                text = await response.text(errors="replace")
+                record.error = f"not an event stream ({kind}): {_error_message(response, text)}"
+                return True
             feed, content = parser.feed, response.content
             while True:
                 piece = await content.readany()
@@ -251,36 +355,50 @@ async def send_request(session, url: str, body: dict, record: RequestRecord, t0:
     except asyncio.TimeoutError:
         record.error = f"timed out after {clock() - t0 - record.start_ts:.1f} s"
     except aiohttp.ClientPayloadError as exc:
-        record.error = f"stream cut after {len(parser.token_ts)} chunks: {exc}"
+        record.error = f"stream cut after {len(parser.token_ts)} chunks: {_one_line(exc)}"
+    except _stale_connection_errors() as exc:
+        record.error = f"{type(exc).__name__}: {_one_line(exc)}"
+        return answered
     except aiohttp.ClientError as exc:
-        record.error = f"{type(exc).__name__}: {exc}"
-    finally:
-        record.end_ts = clock() - t0
-        record.chunk_ts = [t - t0 for t in parser.token_ts]
-        record.text_chars, record.usage = parser.chars, parser.usage
-    if record.error:
-        return
-    if parser.error:
-        record.error = parser.error
-    elif not parser.done and parser.finish_reason is None:
-        record.error = f"stream cut: ended without [DONE] after {len(record.chunk_ts)} chunks"
-    elif not record.chunk_ts:
-        record.error = "empty response: the stream carried no token"
+        record.error = f"{type(exc).__name__}: {_one_line(exc)}"
+    return True
 
 
-def _error_message(text: str) -> str:
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def _error_message(response, text: str) -> str:
+    """The server's own message: an OpenAI or vLLM error object's ``message``, an HTML page's
+    title (or its text without tags), a redirect's target, else the body's start."""
+    if 300 <= response.status < 400:
+        target = response.headers.get("Location", "?")
+        return f"redirected to {target} (not followed: give bench the final URL)"
     try:
-        error = json.loads(text).get("error")
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
         message = error.get("message") if isinstance(error, dict) else error
-        return str(message or text)[:300]
-    except (ValueError, AttributeError):
-        return text.strip()[:300] or "(no body)"
+        if message:
+            return " ".join(str(message).split())[:300]
+    if "<html" in text[:1000].lower() or "<!doctype" in text[:1000].lower():
+        title = _TITLE.search(text)
+        words = (title.group(1) if title else _TAGS.sub(" ", text)).split()
+        return (" ".join(words)[:300] or "(empty page)") + " (an HTML page)"
+    return " ".join(text.split())[:300] or "(no body)"
 
 
 @dataclass
 class BenchRun:
     """The state of one run: its records (measured and warm-up), filled as requests finish,
-    so an interrupted run still has everything that finished.
+    so an interrupted run still has everything that finished; ``not_sent``: the planned
+    requests an interruption came before.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -290,6 +408,7 @@ class BenchRun:
     warmup: list[RequestRecord] = field(default_factory=list)
     on_done: Callable[[RequestRecord], None] | None = None
     interrupted: bool = False
+    not_sent: list[RequestRecord] = field(default_factory=list)
     duration_s: float = float("nan")
     t0: float = float("nan")  # time.perf_counter() at the run's time zero
 
@@ -305,10 +424,15 @@ async def run_bench(
     extra_body: dict | None = None,
     run: BenchRun | None = None,
     on_done: Callable[[RequestRecord], None] | None = None,
+    keepalive: bool = True,
 ) -> BenchRun:
     """Send ``workload`` to the server at ``url`` (its base, e.g. ``http://127.0.0.1:8000/v1``)
     and return the ``BenchRun``; ``warmup`` requests go first, one at a time, and are kept
-    apart in ``run.warmup``. ``timeout_s`` bounds each request.
+    apart in ``run.warmup``. ``timeout_s`` bounds each request (seconds); ``keepalive=False``
+    opens a new connection for every request.
+
+    Cancelled (Ctrl-C, SIGTERM): the requests in flight are marked unfinished, the planned
+    ones not yet sent go to ``run.not_sent``, then the CancelledError goes on.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -342,25 +466,28 @@ async def run_bench(
 
     # No connection limit (the workload decides concurrency); the timeout covers the whole
     # request, stream included.
-    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    connector = aiohttp.TCPConnector(limit=0, force_close=not keepalive)
     timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        t0 = time.perf_counter()
-        for i in range(warmup):
-            item = record(i, warm=True)
-            run.warmup.append(item)
-            await send_request(session, endpoint, body(i % len(table)), item, t0)
-        t0 = run.t0 = time.perf_counter()
-        pending: set[asyncio.Task] = set()
+    t0 = time.perf_counter()
+    pending: set[asyncio.Task] = set()
+    # One handler for a cancellation wherever it lands (before the first request, in the
+    # warm-up, mid-run): what was in flight is unfinished, what was planned and not yet sent
+    # is listed, and the CancelledError goes on.
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            for i in range(warmup):
+                item = record(i, warm=True)
+                run.warmup.append(item)
+                await send_request(session, endpoint, body(i % len(table)), item, t0)
+            t0 = run.t0 = time.perf_counter()
 
-        async def one(i: int) -> None:
-            item = record(i)
-            run.records.append(item)
-            await send_request(session, endpoint, body(i), item, t0)
-            if run.on_done:
-                run.on_done(item)
+            async def one(i: int) -> None:
+                item = record(i)
+                run.records.append(item)
+                await send_request(session, endpoint, body(i), item, t0)
+                if run.on_done:
+                    run.on_done(item)
 
-        try:
             if workload.closed_loop:
                 queue = iter(range(len(table)))
 
@@ -378,15 +505,30 @@ async def run_bench(
                         await asyncio.sleep(delay)
                     pending.add(asyncio.create_task(one(i)))
             await asyncio.gather(*pending)
-        except asyncio.CancelledError:
-            run.interrupted = True
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            raise
-        finally:
-            run.duration_s = time.perf_counter() - t0
+    except asyncio.CancelledError:
+        run.interrupted = True
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        sent = {r.request_id for r in run.records}
+        now = 0.0 if run.t0 != run.t0 else time.perf_counter() - run.t0  # NaN: not begun
+        run.not_sent = [
+            _not_sent(record(i), now)
+            for i in range(len(table))
+            if table["request_id"].iat[i] not in sent
+        ]
+        raise
+    finally:
+        run.duration_s = time.perf_counter() - t0
     return run
+
+
+def _not_sent(record: RequestRecord, now: float) -> RequestRecord:
+    """A planned request the interruption came before: its times are the interruption's."""
+    record.start_ts = record.end_ts = now
+    record.unfinished = record.not_sent = True
+    record.error = "not sent: the run was interrupted before this request was sent"
+    return record
 
 
 def bench(url: str, workload: Workload, model: str, **kwargs) -> BenchRun:

@@ -3,8 +3,9 @@
 ``records_frame`` gives the article's columns plus ``status``/``error`` and the per-chunk times
 (``token_ts``, ``chunk_tokens``) that ``llminfer.logs`` defines, and says where each token count
 came from: ``output_tokens_from`` is ``usage`` (the server's own count) or ``counted`` (text
-chunks counted by the client: a chunk may hold several tokens, so it is flagged);
-``input_tokens_from`` is ``usage`` or ``requested`` (the prompt length the client asked for).
+chunks counted by the client: a chunk may hold several tokens, so it is flagged; also when the
+server's count cannot be true, with a ``note``); ``input_tokens_from`` is ``usage`` or
+``requested`` (the prompt length the client asked for).
 """
 
 from __future__ import annotations
@@ -30,33 +31,35 @@ def _chunk_tokens(n_chunks: int, n_tokens: int) -> np.ndarray:
 
 def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
     """One row per request in the request-log schema of ``llminfer.logs`` (seconds from the
-    run's start; ``token_ts``/``chunk_tokens`` as arrays).
+    run's start; ``token_ts``/``chunk_tokens`` as arrays). ``status`` is ``ok``, ``failed``,
+    or ``cancelled`` for a request an interruption cut short or came before (``error`` says
+    which: ``not finished: …`` or ``not sent: …``; the reader counts it as failed); ``note``
+    says what was odd about an answer (a ``usage`` that cannot be true, a retry).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
     rows = []
     for r in records:
-        usage = r.usage or {}
         counted = len(r.chunk_ts)
-        has_out = isinstance(usage.get("completion_tokens"), int)
-        has_in = isinstance(usage.get("prompt_tokens"), int)
-        output = usage["completion_tokens"] if has_out else counted
+        n_in, in_from, output, out_from, note = r.token_counts()
+        status = "cancelled" if r.unfinished else "ok" if r.ok else "failed"
         rows.append(
             {
                 "request_id": r.request_id,
                 "start_ts": r.start_ts,
                 "first_token_ts": r.chunk_ts[0] if r.chunk_ts else np.nan,
                 "end_ts": r.end_ts,
-                "input_tokens": usage["prompt_tokens"] if has_in else r.prompt_tokens,
+                "input_tokens": n_in,
                 "output_tokens": output,
-                "status": "ok" if r.ok else "failed",
+                "status": status,
                 "error": r.error,
                 "token_ts": np.asarray(r.chunk_ts, dtype=float) if r.chunk_ts else None,
                 "chunk_tokens": _chunk_tokens(counted, output) if r.chunk_ts else None,
                 "http_status": r.http_status,
-                "input_tokens_from": "usage" if has_in else "requested",
-                "output_tokens_from": "usage" if has_out else "counted",
+                "input_tokens_from": in_from,
+                "output_tokens_from": out_from,
                 "requested_output_tokens": r.max_tokens,
+                "note": "; ".join(filter(None, [r.note, note])),
             }
         )
     columns = [
@@ -74,6 +77,7 @@ def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
         "input_tokens_from",
         "output_tokens_from",
         "requested_output_tokens",
+        "note",
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -102,7 +106,8 @@ def accounting(run: BenchRun) -> dict[str, int]:
 
 def warmup_path(path: str | Path, part: str = "warmup") -> Path:
     """Where the requests kept apart from a log at ``path`` go: ``NAME.warmup.csv`` (warm-up)
-    or ``NAME.unfinished.csv`` (``part="unfinished"``: in flight when the run was interrupted).
+    or ``NAME.unfinished.csv`` (``part="unfinished"``; the command no longer writes it: an
+    interrupted run's unfinished requests are rows of the log itself, status ``cancelled``).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """

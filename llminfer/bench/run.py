@@ -1,12 +1,16 @@
 """``python -m llminfer bench URL …``: measure a server, write chapter 6's request log.
 
 Exit codes: 0 when every request succeeded, 1 when any failed (the log is written and the
-reasons counted on stderr), 130 after Ctrl-C, 2 on bad arguments.
+reasons, with the servers' messages, counted on stderr), 130 after Ctrl-C or SIGTERM, 2 on
+bad arguments.
 
-Ctrl-C (SIGINT) cancels the requests in flight and writes what finished: the log holds every
-finished request (ok or failed); the ones cut short by the interrupt are neither and go to
-``NAME.unfinished.csv`` beside it; the summary line states ``sent = ok + failed + not
-finished``. Requests not yet sent when the interrupt came are not counted as sent.
+Ctrl-C (SIGINT) and SIGTERM end a run the same way, in one place (``Interruption``), at any
+moment — warm-up included: the requests in flight are cancelled and the log is written; it
+holds every finished request (ok or failed) and, as rows with status ``cancelled``, the ones
+cut short (error ``not finished: …``) and the planned ones not yet sent (``not sent: …``), so
+it always reads back with ``read_requests``. The summary line states ``sent = ok + failed +
+not finished``; requests not yet sent are not counted as sent. A second signal while the log
+is written is ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import asyncio
 import math
 import re
+import signal
 import sys
 from collections import Counter
 
@@ -58,7 +63,7 @@ class Progress:
             self.failed += 1
         elif record.chunk_ts:
             self.ttft.append(record.chunk_ts[0] - record.start_ts)
-            n = (record.usage or {}).get("completion_tokens", len(record.chunk_ts))
+            n = record.token_counts()[2]
             self.tokens += n
             if n > 1:
                 self.tpot.append((record.end_ts - record.chunk_ts[0]) / (n - 1))
@@ -101,7 +106,78 @@ def _first_model(url: str, timeout_s: float) -> str:
         raise ValueError(f"--model not given and {url}/models did not name one: {exc}") from None
 
 
+class Interruption:
+    """The one place where a signal ends a run: SIGINT (Ctrl-C) and SIGTERM (what ``timeout``
+    and CI runners send) alike. The first one cancels the run's task — requests in flight
+    become unfinished, the rest not sent — and the command goes on to write its log; later
+    ones, while it does, are ignored (no second KeyboardInterrupt cutting the log short).
+    Use as a context manager around the whole command; ``run(coroutine)`` runs the run.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._cancel = None
+        self._old: dict = {}
+
+    def __enter__(self) -> Interruption:
+        for sig in self.SIGNALS:
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.signum is not None:
+            # Interrupted: the command returns 130 and the process is about to end. A further
+            # signal in between must not end it by the signal (exit -2): SIG_IGN, which Python
+            # keeps through its own shutdown (a Python-level handler it resets to SIG_DFL).
+            for sig in self.SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+            return
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+            if self._cancel is not None:
+                self._cancel()
+
+    @property
+    def name(self) -> str:
+        """How the interruption came, in words."""
+        return "Ctrl-C" if self.signum == signal.SIGINT else signal.Signals(self.signum).name
+
+    def run(self, coroutine) -> bool:
+        """Run ``coroutine`` in a new event loop to its end or to the first signal; True when
+        a signal ended it."""
+
+        async def main():
+            loop, task = asyncio.get_running_loop(), asyncio.current_task()
+            self._cancel = lambda: loop.call_soon_threadsafe(task.cancel)
+            if self.signum is not None:  # it came before the loop ran: cancel at once
+                task.cancel()
+            try:
+                return await coroutine
+            finally:
+                self._cancel = None
+
+        try:
+            asyncio.run(main())
+        except asyncio.CancelledError:
+            if self.signum is None:
+                raise
+        return self.signum is not None
+
+
 def _bench_command(args: argparse.Namespace) -> int:
+    with Interruption() as interruption:
+        return _bench(args, interruption)
+
+
+def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     from llminfer.bench.client import BenchRun, run_bench
     from llminfer.bench.results import accounting, records_frame, warmup_path
     from llminfer.logs.reading import read_requests
@@ -114,9 +190,8 @@ def _bench_command(args: argparse.Namespace) -> int:
     extra = {"ignore_eos": True} if args.ignore_eos else None
     run = BenchRun(workload)
     progress = Progress(args.n, enabled=not args.no_progress)
-    code = 0
     try:
-        asyncio.run(
+        interrupted = interruption.run(
             run_bench(
                 args.url,
                 workload,
@@ -128,41 +203,43 @@ def _bench_command(args: argparse.Namespace) -> int:
                 extra_body=extra,
                 run=run,
                 on_done=progress,
+                keepalive=not args.no_keepalive,
             )
         )
-    except KeyboardInterrupt:
-        code = 130
     finally:
         progress.close()
     counts = accounting(run)
-    frame = records_frame([r for r in run.records if not r.unfinished])
+    # One log: every request of the plan that was sent or that the interruption came before;
+    # the unfinished and not-sent ones are rows with status "cancelled" saying so, so that an
+    # interrupted run's log always reads back (a header alone would not).
+    frame = records_frame([*run.records, *run.not_sent])
     write_log(frame, args.out)
     if run.warmup:
         write_log(records_frame(run.warmup), warmup_path(args.out))
-    unfinished = ""
-    if counts["unfinished"]:
-        path = write_log(
-            records_frame([r for r in run.records if r.unfinished]),
-            warmup_path(args.out, "unfinished"),
-        )
-        unfinished = f" (in {path})"
     log = read_requests(args.out)  # the file must read back as chapter 6's log
     print(
         f"{workload.describe()} to {args.url} ({model}): sent {counts['sent']}, "
-        f"ok {counts['ok']}, failed {counts['failed']}, not finished {counts['unfinished']}"
-        f"{unfinished}, warm-up {counts['warmup']} (kept apart)"
-        f"{' — interrupted by Ctrl-C' if run.interrupted else ''}; "
+        f"ok {counts['ok']}, failed {counts['failed']}, not finished {counts['unfinished']}, "
+        f"not sent {len(run.not_sent)}, warm-up {counts['warmup']} (kept apart)"
+        f"{f' — interrupted by {interruption.name}' if interrupted else ''}; "
         f"wrote {args.out} ({len(log)} rows)"
     )
-    if counts["failed"]:
-        reasons = Counter(e.split(":")[0] for e in frame.loc[frame.status == "failed", "error"])
+    failed = frame[frame.status == "failed"]
+    if len(failed):
+        # the messages themselves (not only their kind): "HTTP 503: engine overloaded"
+        reasons = Counter(" ".join(str(e).split())[:200] for e in failed["error"])
         for reason, n in reasons.most_common(5):
             print(f"  failed {n}: {reason}", file=sys.stderr)
+        if len(reasons) > 5:
+            print(f"  … and {len(reasons) - 5} other reasons (see the log)", file=sys.stderr)
+    notes = Counter(n[:200] for n in frame["note"] if n)
+    for note, n in notes.most_common(3):
+        print(f"  note on {n}: {note}", file=sys.stderr)
     if counts["ok"]:
         from llminfer.logs.summary import summarize
 
         print(summarize(log))
-    return code or (1 if counts["failed"] else 0)
+    return 130 if interrupted else (1 if counts["failed"] else 0)
 
 
 def register_bench(subparsers) -> None:
@@ -194,6 +271,11 @@ def register_bench(subparsers) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="per request, s")
     parser.add_argument("--chat", action="store_true", help="use /chat/completions")
     parser.add_argument("--no-usage", action="store_true", help="do not ask for usage counts")
+    parser.add_argument(
+        "--no-keepalive",
+        action="store_true",
+        help="a new connection per request (for servers that close them after each answer)",
+    )
     parser.add_argument(
         "--ignore-eos", action="store_true", help="send vLLM's ignore_eos (exact output length)"
     )

@@ -77,20 +77,23 @@ def make_stub_app(script: Callable[[dict], Reply], sent: dict | None = None):
         await response.prepare(request)
         times = [] if sent is None else sent.setdefault(str(body.get("prompt")), [])
         clock, due = time.perf_counter, time.perf_counter()
-        for delay, piece in reply.pieces:
-            due = (clock() if reply.relative else due) + delay
-            wait = due - clock()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            await response.write(piece)
-            written = clock()
-            times.append(written)
-            if sent is not None:
-                sent.setdefault("_late", []).append(written - due)
-        if reply.cut:
-            request.transport.close()  # drop the connection mid-response
-            return response
-        await response.write_eof()
+        try:
+            for delay, piece in reply.pieces:
+                due = (clock() if reply.relative else due) + delay
+                wait = due - clock()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                await response.write(piece)
+                written = clock()
+                times.append(written)
+                if sent is not None:
+                    sent.setdefault("_late", []).append(written - due)
+            if reply.cut:
+                request.transport.close()  # drop the connection mid-response
+                return response
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client left (a time-out, an interrupted run): not the stub's failure
         return response
 
     async def sent_times(request: web.Request) -> web.Response:

@@ -29,7 +29,7 @@ from llminfer.cost.roofline import IDEAL, attended_pairs
 from llminfer.cost.steptime import StepTimer
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
-from llminfer.specs.stepmodel import DEFAULT_STEP_MODEL, StepModel
+from llminfer.specs.stepmodel import PROFILES, StepModel
 
 #: Kinds of timed step a measurement row may hold (``ceiling`` rows are read and skipped).
 STEP_KINDS = ("prefill", "prefill_graph", "decode_eager", "decode_graph", "mixed_step")
@@ -167,14 +167,15 @@ def compare_measurements(
     """Measured step times beside the roofline floor and the realistic model, seconds.
 
     Columns added to ``read_measurements``: ``ideal_s`` (roofline at 100 % of the peaks),
-    ``model_s`` (``step_model``, default the GPU's own or ``DEFAULT_STEP_MODEL``; eager rows
+    ``model_s`` (``step_model``, default the GPU's own or the ``"pytorch"`` profile — the plain
+    engine ``benchmarks/measure_gpu_steps.py`` and the H200 reference steps time; eager rows
     timed with ``execution="eager"``), ``ratio`` (model ÷ measured) and ``floor_ratio``
     (ideal ÷ measured: the fraction of the peaks the real step reached).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     table = read_measurements(measurements)
-    sm = step_model or gpu.step_model or DEFAULT_STEP_MODEL
+    sm = step_model or gpu.step_model or PROFILES["pytorch"]
     if not isinstance(sm, StepModel):
         raise ValueError(f"step_model={step_model!r} must be a StepModel or None")
     table["ideal_s"] = _predict(table, model, gpu, IDEAL, weight_dtype)
@@ -267,7 +268,10 @@ def calibrate(
     ``measurements``: a DataFrame or CSV path in the shape ``read_measurements`` describes
     (e.g. from ``benchmarks/measure_gpu_steps.py``). ``fit``: the ``StepModel`` constants to
     fit (default ``DEFAULT_FIT``, plus the two host launch constants when there are eager rows);
-    the others keep their values in ``start`` (default ``DEFAULT_STEP_MODEL``). The result is
+    the others keep their values in ``start`` (default the GPU's own or the ``"pytorch"``
+    profile: ``benchmarks/measure_gpu_steps.py`` times a plain PyTorch engine, one decode block
+    per sequence and KV head; start from ``PROFILES["vllm"]`` for steps a split-KV engine
+    such as vLLM ran, since a fit keeps the start's split rule). The result is
     ``gpu`` with ``step_model`` set (execution ``"graph"``), which ``estimate_latency``,
     ``StepTimer`` and ``simulate`` then use, e.g.
     ``estimate_latency(model, calibrate(df, model, gpu), 1000, 100)``.
@@ -279,7 +283,7 @@ def calibrate(
     if not isinstance(gpu, GPU):
         raise ValueError(f"gpu={gpu!r} must be a GPU (see llminfer.get_gpu)")
     table = read_measurements(measurements)
-    start = start or gpu.step_model or DEFAULT_STEP_MODEL
+    start = start or gpu.step_model or PROFILES["pytorch"]
     if not isinstance(start, StepModel):
         raise ValueError(f"start={start!r} must be a StepModel or None")
     if fit is None:

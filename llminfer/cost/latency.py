@@ -156,13 +156,16 @@ def estimate_latency(
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
     efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> Estimate:
     """TTFT, TPOT and end-to-end latency of ``batch`` identical requests, in seconds.
 
     Uses ``StepTimer``: one prefill step for the prompt, then ``output_tokens − 1`` decode
-    steps (see ``Estimate``). ``efficiency`` defaults to the realistic step model
-    (``llminfer.specs.stepmodel.DEFAULT_STEP_MODEL``, or the GPU's own from ``calibrate``); pass an
-    ``Efficiency`` or a number for the plain roofline at those fractions. ``.ideal`` holds the
+    steps (see ``Estimate``). ``profile`` is the engine whose step times are used: ``"vllm"``
+    (split-KV decode attention, CUDA graphs; the default, unless the GPU carries its own
+    ``step_model`` from ``calibrate``), ``"pytorch"`` (the plain engine the H200 steps were
+    measured on) or a ``StepModel``; ``efficiency`` (an ``Efficiency`` or a number) asks for
+    the plain roofline at those fractions instead. ``.ideal`` holds the
     physical floor at 100 % of the peaks. Queueing and network time are not included.
     ``.fits`` / ``.reason`` say whether the configuration could run at all (``feasibility``).
     Llama-3.1-8B in BF16 on one H100 SXM at batch 1 reads ≈ 16.06 GB per decode step, so its
@@ -173,7 +176,7 @@ def estimate_latency(
     check_int("prompt_tokens", prompt_tokens, 1)
     check_int("output_tokens", output_tokens, 1)
     check_int("batch", batch, 1)
-    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency, profile)
     ideal_timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
     reason = feasibility(
         model, gpu, prompt_tokens, output_tokens, batch, weight_dtype, kv_dtype, n_gpus
@@ -197,6 +200,7 @@ def decode_batch_table(
     kv_dtype: str = "bf16",
     n_gpus: int = 1,
     efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """One decode step's time versus batch size, each sequence holding ``context_tokens``.
 
@@ -208,7 +212,7 @@ def decode_batch_table(
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     check_int("context_tokens", context_tokens, 1)
-    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    timer = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency, profile)
     ideal = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
     rows = []
     for b in batches:
@@ -240,6 +244,7 @@ def prefill_table(
     prompt_tokens: Sequence[int],
     weight_dtype: str = "bf16",
     efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Prefill time (TTFT without queueing) for each GPU and prompt length, batch 1.
 
@@ -252,7 +257,7 @@ def prefill_table(
     """
     rows = []
     for gpu in gpus:
-        timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency)
+        timer = StepTimer(model, gpu, 1, weight_dtype, "bf16", efficiency, profile)
         ideal = StepTimer(model, gpu, 1, weight_dtype, "bf16", IDEAL)
         for p in prompt_tokens:
             pairs = attended_pairs(check_int("prompt_tokens", p, 1), 0)
@@ -278,6 +283,7 @@ def gpu_comparison(
     output_tokens: int,
     weight_dtype: str = "bf16",
     efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """TTFT and TPOT of one request on each GPU, beside the two data-sheet numbers behind them.
 
@@ -296,6 +302,7 @@ def gpu_comparison(
             output_tokens,
             weight_dtype=weight_dtype,
             efficiency=efficiency,
+            profile=profile,
         )
         rows.append(
             {

@@ -27,6 +27,30 @@ RUNTIME_OVERHEAD_BYTES = 1 * GiB
 PROFILE_BATCH_TOKENS = 8192
 
 
+#: Total device memory as CUDA reports it (``cudaMemGetInfo``; ``torch.cuda.mem_get_info()[1]``),
+#: GiB, for presets where it is known. vLLM multiplies ``gpu_memory_utilization`` by this total,
+#: not by nvidia-smi's (vLLM 0.11.0 ``vllm/v1/worker/gpu_worker.py`` L182-184 over
+#: ``torch.cuda.mem_get_info()``; 0.33.0 ``vllm/v1/worker/utils.py`` L716-726). PyTorch's
+#: out-of-memory message prints the same total ("GPU 0 has a total capacity of ...",
+#: ``c10/cuda/CUDACachingAllocator.cpp``); public logs show 79.18-79.19 GiB on an H100 80GB
+#: (nvidia-smi: 81,559 MiB = 79.65 GiB) and 139.80-139.81 GiB on an H200 (143,771 MiB =
+#: 140.40 GiB). We take the larger value of each pair.
+CUDA_TOTAL_GIB = {"NVIDIA H100 SXM5 80GB": 79.19, "NVIDIA H200 SXM 141GB": 139.81}
+MEMORY_TOTALS = ("driver", "cuda")
+
+
+def cuda_total_bytes(gpu: GPU) -> float:
+    """Bytes CUDA reports as ``gpu``'s total memory, the base of vLLM's ``gpu_memory_utilization``.
+
+    ``CUDA_TOTAL_GIB`` where known (H100 SXM 79.19 GiB, H200 139.81 GiB); otherwise the
+    driver's ``gpu.memory_bytes`` (nvidia-smi), which is 0.4-0.6 GiB more on those two chips.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    known = CUDA_TOTAL_GIB.get(gpu.name)
+    return known * GiB if known is not None else float(gpu.memory_bytes)
+
+
 def _check_block_size(block_size: object, allow_none: bool) -> int | None:
     if block_size is None and allow_none:
         return None
@@ -378,12 +402,16 @@ def plan_memory(
     block_size: int = 16,
     context_tokens: int | None = None,
     concurrency: int = 1,
+    memory_total: str = "driver",
 ) -> MemoryPlan:
     """Divide one GPU's memory: weights first, then a reserve, and the rest is KV cache.
 
     Weights are split evenly over ``n_gpus`` (tensor parallelism), and so are KV heads.
     ``gpu_memory_utilization`` is the share of memory the engine may use (vLLM's flag of that
-    name); ``reserve_bytes`` defaults to ``default_reserve_bytes``. The plan fits when
+    name; its default is 0.9 in vLLM 0.11.0 and 0.92 in 0.33.0, ``vllm/config/cache.py``) of
+    ``memory_total``: ``"driver"`` (nvidia-smi's total, ``gpu.memory_bytes``) or ``"cuda"``
+    (what ``torch.cuda.mem_get_info`` reports, ``cuda_total_bytes``), which is what vLLM
+    multiplies. ``reserve_bytes`` defaults to ``default_reserve_bytes``. The plan fits when
     ``concurrency`` requests of ``context_tokens`` tokens (default: the model's maximum
     context) fit in the KV budget; otherwise ``reason`` says why and by how much.
 
@@ -406,7 +434,10 @@ def plan_memory(
     else:
         check_number("reserve_bytes", reserve_bytes)
 
-    usable = gpu.memory_bytes * gpu_memory_utilization
+    if memory_total not in MEMORY_TOTALS:
+        raise ValueError(f"memory_total={memory_total!r} must be one of {', '.join(MEMORY_TOTALS)}")
+    total = cuda_total_bytes(gpu) if memory_total == "cuda" else float(gpu.memory_bytes)
+    usable = total * gpu_memory_utilization
     weights = weight_bytes(model, weight_dtype) / n_gpus
     budget = usable - weights - reserve_bytes
     per_token = kv_bytes_per_token(model, kv_dtype, tp=n_gpus)
@@ -448,7 +479,7 @@ def plan_memory(
         n_gpus=n_gpus,
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
-        memory_bytes=gpu.memory_bytes,
+        memory_bytes=total,
         usable_bytes=usable,
         weight_bytes=weights,
         reserve_bytes=float(reserve_bytes),

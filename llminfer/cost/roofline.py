@@ -253,19 +253,26 @@ class _CostModel:
         else:  # replicated when tp > n_kv_heads, as the KV cache is
             self.kv_heads = kv_heads_per_gpu(m, tp)
         bytes_per_param = weight_bytes(m.n_params, self.weight_dtype) / m.n_params
+        # The input embedding is a gather: a step reads the rows of its own tokens, not the
+        # table. The LM head reads its whole matrix. Tied embeddings are one matrix, which the
+        # LM head reads; an untied input table is left out of the per-step weight read.
+        gathered = 0 if _tied_embeddings(m) else embed
         if m.is_moe:
             e, k = m.n_experts, m.experts_per_token
             per_expert = (m.n_params - m.n_active_params) / (e - k) if e > k else 0.0
-            self.shared_weight_bytes = (m.n_params - e * per_expert) * bytes_per_param / tp
+            shared = m.n_params - e * per_expert - gathered
+            self.shared_weight_bytes = shared * bytes_per_param / tp
             self.expert_bytes = per_expert * bytes_per_param / tp
             self.n_experts, self.miss = e, 1 - k / e
         else:
-            self.shared_weight_bytes = m.n_params * bytes_per_param / tp
+            self.shared_weight_bytes = (m.n_params - gathered) * bytes_per_param / tp
             self.expert_bytes, self.n_experts, self.miss = 0.0, 0, 1.0
         k_active = m.experts_per_token if m.is_moe else 1
         q_dim, kv_dim = m.n_heads * m.head_dim, m.n_kv_heads * m.head_dim
         elements = 10 * m.hidden_size + (2 * q_dim + 2 * kv_dim + 3 * m.intermediate_size) / tp
-        self.activation = elements * k_active * ACTIVATION_BYTES * m.n_layers
+        # Plus the gathered embedding rows: one row of ``hidden`` numbers per token.
+        embedding_row = m.hidden_size * bytes_per_param / tp
+        self.activation = elements * k_active * ACTIVATION_BYTES * m.n_layers + embedding_row
         if tp > 1:
             self.n_allreduce = 2 * m.n_layers
             self.comm_per_token = self.n_allreduce * 2 * (tp - 1) / tp * m.hidden_size * 2
@@ -381,7 +388,13 @@ def step_cost(
       logits only for its last token; that one row is left out, < 1 % of any prefill longer
       than a few dozen tokens), and ``2·(d_qk + d_v)·heads`` per pair per layer for QKᵀ and
       scores·V (MLA: d_qk = kv_lora_rank + rope dim, d_v = kv_lora_rank).
-    - Weights: all of them, once per step (as the chapter 4 footprint, embedding included).
+    - Weights: every matrix once per step, except the input embedding table: its lookup is
+      a gather that reads only the rows of the step's T tokens (``T × hidden`` numbers,
+      counted with the activations, since they scale with T). The LM head reads its whole
+      ``vocab × hidden`` matrix; a model with tied embeddings (Llama-3.2-1B) stores and reads
+      that one matrix once. Llama-3.1-8B (untied): 16.06 GB stored, 15.01 GB read by a decode
+      step (its 1.05 GB input table is not read). With ``tp`` GPUs the table is split by
+      vocabulary, as vLLM's ``VocabParallelEmbedding`` does.
       Mixture of experts: the shared part plus the experts the step's T tokens touch, assuming
       each token picks its k of E experts uniformly and independently:
       ``E·(1 − (1 − k/E)^T)`` experts per layer on average.
@@ -389,7 +402,8 @@ def step_cost(
       read at most ``window`` tokens per sequence (capped as ``min(sum, window × count)``,
       exact for a uniform batch and an upper bound otherwise).
     - Activations: each linear layer's input read and output written once in 16 bits, plus
-      norms and residual adds: ``(10·h + 2·q + 2·kv + 3·I) × 2 B`` per token per layer.
+      norms and residual adds: ``(10·h + 2·q + 2·kv + 3·I) × 2 B`` per token per layer, and
+      the token's embedding row (``h`` numbers in the weights' format) once.
     - Tensor parallelism (``tp`` GPUs): FLOP, weights, KV heads and sharded activations ÷ tp;
       two all-reduces per layer of ``T × h × 2 B``, a ring sending ``2(tp−1)/tp`` of it.
 

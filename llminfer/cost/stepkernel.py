@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from llminfer.cost.splitkv import bandwidth_share
+
 
 class StepKernel:
     """``step_seconds`` for one cost model (``llminfer.cost.roofline._CostModel``), GPU peak FLOP/s
@@ -56,9 +58,8 @@ class StepKernel:
         self.bk = bw * sm.kv_bandwidth_efficiency
         self.pa = peak * sm.attention_efficiency
         self.atf = sm.activation_traffic_factor
-        self.sm_count = sm_count
-        self.split = sm.kv_split_tokens
-        self.sa = sm_count * sm.attention_blocks_per_sm if sm_count else None
+        self.sm_count, self.sm = sm_count, sm
+        self.splits = bool(sm_count and (sm.kv_split_tokens or sm.max_kv_splits))
         self.fixed = n_layers * sm.layer_overhead_s
         self.host_decode = n_layers * sm.host_decode_s_per_layer
         self.host_prefill = n_layers * sm.host_prefill_s_per_layer
@@ -93,13 +94,7 @@ class StepKernel:
             if w:
                 decode_attn += self.asl * min(dc + ds, ds * w)
                 decode_kv += self.ks * min(dc, ds * w)
-            blocks = ds * self.kvh
-            if self.sm_count and blocks and self.split:
-                share = min(1.0, self.kvh * (ds + dc / self.split) / self.sa)
-            elif self.sm_count and blocks:
-                share = min(1.0, blocks / self.sa)
-            else:
-                share = 1.0
+            share = bandwidth_share(ds, self.kvh, dc, self.sm_count, self.sm)
             a, b = decode_kv / (self.bk * share), decode_attn / self.pa
             attention = (a**p + b**p) ** (1 / p)
         else:
@@ -129,8 +124,10 @@ class StepKernel:
         if const is None:
             elementwise = (self.act * ds * self.atf + self.ka * ds) / self.bww
             comm = self._comm(ds) if self._comm is not None else 0.0
-            blocks = ds * self.kvh
-            share = min(1.0, blocks / self.sa) if self.sm_count and blocks else 1.0
+            # Without a split rule the share depends on the batch alone: computed once.
+            share = (
+                None if self.splits else bandwidth_share(ds, self.kvh, 0, self.sm_count, self.sm)
+            )
             const = (self.fixed + self._matmul(ds, ds), elementwise, comm, share)
             self._decode_cache[ds] = const
         fixed_matmul, elementwise, comm, share = const
@@ -140,9 +137,8 @@ class StepKernel:
         if w:
             decode_attn += self.asl * np.minimum(context + ds, ds * w)
             decode_kv += self.ks * np.minimum(context, ds * w)
-        if self.sm_count and self.split:
-            splits = context / self.split
-            share = np.minimum(1.0, self.kvh * (ds + splits) / self.sa)
+        if share is None:
+            share = bandwidth_share(ds, self.kvh, context, self.sm_count, self.sm)
         a = decode_kv / (self.bk * share)
         b = decode_attn / self.pa
         seconds = fixed_matmul + (a**p + b**p) ** (1 / p)

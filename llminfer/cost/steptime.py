@@ -46,9 +46,10 @@ from llminfer.cost.roofline import (
     as_efficiency,
     compute_dtype,
 )
+from llminfer.cost.splitkv import bandwidth_share
 from llminfer.cost.stepkernel import StepKernel
 from llminfer.specs.models import check_tensor_parallel
-from llminfer.specs.stepmodel import DEFAULT_STEP_MODEL, StepModel
+from llminfer.specs.stepmodel import DEFAULT_STEP_MODEL, StepModel, get_profile
 
 if TYPE_CHECKING:
     from llminfer.specs.hardware import GPU
@@ -79,15 +80,9 @@ def _terms(parts: StepParts, peak: float, bw: float, sm_count, sm: StepModel) ->
     t_w = parts.weight_bytes / (bw * sm.weight_bandwidth_efficiency)
     matmul = (t_mm**p + t_w**p) ** (1 / p)
     # Decode attention: KV reads at a bandwidth limited by the blocks the kernel can spread.
-    blocks = parts.decode_seqs * parts.kv_heads
-    if sm_count and blocks and sm.kv_split_tokens:  # split-KV: one more block per split
-        splits = parts.decode_context_tokens / sm.kv_split_tokens
-        blocks = parts.kv_heads * (parts.decode_seqs + splits)
-        share = np.minimum(1.0, blocks / (sm_count * sm.attention_blocks_per_sm))
-    elif sm_count and blocks:
-        share = min(1.0, blocks / (sm_count * sm.attention_blocks_per_sm))
-    else:  # no decode, or an unknown SM count: assume enough blocks
-        share = 1.0
+    share = bandwidth_share(
+        parts.decode_seqs, parts.kv_heads, parts.decode_context_tokens, sm_count, sm
+    )
     attention = smooth_max(
         parts.decode_kv_read_bytes / (bw * sm.kv_bandwidth_efficiency * share),
         parts.decode_attention_flops / (peak * sm.attention_efficiency),
@@ -139,14 +134,28 @@ def step_seconds(parts: StepParts, gpu: GPU, compute_dtype: str, sm: StepModel):
 
 
 def as_step_model(
-    efficiency: StepModel | Efficiency | float | tuple | None, gpu: GPU
+    efficiency: StepModel | Efficiency | float | tuple | None,
+    gpu: GPU,
+    profile: str | StepModel | None = None,
 ) -> StepModel | Efficiency:
-    """What a ``StepTimer`` times with: ``None`` → ``gpu.step_model`` (set by ``calibrate``) or
-    ``DEFAULT_STEP_MODEL``; a ``StepModel`` as given; anything else → a plain ``Efficiency``
-    (see ``as_efficiency``: the roofline at those fractions of the peaks, no overheads).
+    """What a ``StepTimer`` times with.
+
+    ``profile`` names the engine (``"vllm"``, the default, or ``"pytorch"``, the measured plain
+    engine; see ``llminfer.specs.stepmodel.PROFILES``) or is a ``StepModel`` (e.g. from
+    ``calibrate``). Left at None it is the GPU's own ``step_model`` (set by ``calibrate``) or
+    the default profile. ``efficiency`` instead asks for the plain roofline at fractions of the
+    peaks (an ``Efficiency``, a number or a pair; see ``as_efficiency``: no overheads) — or,
+    as before profiles existed, a ``StepModel``. Giving both is refused.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
+    if efficiency is not None and profile is not None:
+        raise ValueError(
+            f"profile={profile!r} and efficiency={efficiency!r} both choose the step-time "
+            "arithmetic; pass one (profile= for an engine, efficiency= for the plain roofline)"
+        )
+    if profile is not None:
+        return get_profile(profile)
     if efficiency is None:
         return getattr(gpu, "step_model", None) or DEFAULT_STEP_MODEL
     if isinstance(efficiency, StepModel):
@@ -188,11 +197,12 @@ class StepTimer:
         weight_dtype: str = "bf16",
         kv_dtype: str = "bf16",
         efficiency: StepModel | Efficiency | float | tuple | None = None,
+        profile: str | StepModel | None = None,
     ) -> None:
         check_tensor_parallel(model, n_gpus, "n_gpus")  # engines refuse uneven head splits
         self._costs = _CostModel(model, weight_dtype, kv_dtype, n_gpus)
         self.model, self.gpu, self.n_gpus = model, gpu, n_gpus
-        self.efficiency = as_step_model(efficiency, gpu)
+        self.efficiency = as_step_model(efficiency, gpu, profile)
         self.realistic = isinstance(self.efficiency, StepModel)
         self.compute_dtype = compute_dtype(self._costs.weight_dtype, gpu)
         if self.realistic:  # roofline rates for the bound label: at the model's efficiencies
@@ -333,23 +343,28 @@ def step_timer(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> StepTimer:
-    """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel).
+    """A ``StepTimer`` for ``model`` on ``n_gpus`` × ``gpu`` (tensor parallel), timed as the
+    engine ``profile`` runs it (``as_step_model``: default the GPU's own or ``"vllm"``).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency)
+    return StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, efficiency, profile)
 
 
 def step_time(
-    cost: Cost, gpu: GPU, efficiency: StepModel | Efficiency | float | tuple | None = None
+    cost: Cost,
+    gpu: GPU,
+    efficiency: StepModel | Efficiency | float | tuple | None = None,
+    profile: str | StepModel | None = None,
 ) -> float:
     """Seconds ``gpu`` needs for the step ``cost`` describes (same arithmetic as StepTimer:
-    the realistic ``StepModel`` by default, the plain roofline for an ``Efficiency``/number).
+    the engine ``profile`` by default, the plain roofline for an ``Efficiency``/number).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    eff = as_step_model(efficiency, gpu)
+    eff = as_step_model(efficiency, gpu, profile)
     if not cost.tokens:
         return 0.0
     t_comm = cost.comm_bytes / _link_bandwidth(gpu, cost.tp)

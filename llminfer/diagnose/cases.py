@@ -50,6 +50,12 @@ V1_ENGINE = EngineConfig(
 )
 
 
+#: The engine profile the case logs in data/ were simulated with: the measured plain-PyTorch
+#: engine (no split-KV decode attention), as when they were made; ``scripts/make_case_studies.py``
+#: regenerates them from here.
+CASE_PROFILE = "pytorch"
+
+
 @dataclass(frozen=True)
 class RampWorkload(Workload):
     """A workload whose arrival rate rises linearly from ``rate`` to ``rate_end`` requests/s
@@ -117,6 +123,7 @@ class CaseStudy:
             n_gpus=d.n_gpus,
             weight_dtype=d.weight_dtype,
             kv_dtype=d.kv_dtype,
+            profile=d.profile,
         )
 
     def requests(self, deployment: Deployment | None = None) -> pd.DataFrame:
@@ -143,7 +150,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             "healthy",
             "A chat assistant at 4 requests/s on one H100: short prompts, short answers.",
             Workload(600, rate=4, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=1),
-            Deployment(engine=V0_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=V0_ENGINE),
             expected=None,
         ),
         CaseStudy(
@@ -157,7 +164,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(256, 0.5, 8, 2048),
                 seed=2,
             ),
-            Deployment(engine=V0_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=V0_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
             fix_description="serve it on two H100s with tensor parallelism (n_gpus=2)",
@@ -173,7 +180,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(128, 0.5, 8, 1024),
                 seed=3,
             ),
-            Deployment(engine=LONG_V0_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=LONG_V0_ENGINE),
             expected="too_slow",
             fix={"n_gpus": 4, "kv_dtype": "fp8"},
             fix_description="four H100s with tensor parallelism (n_gpus=4: prefill FLOPs per GPU "
@@ -194,7 +201,9 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 seed=4,
             ),
             # 28 % of the 81,559 MiB nvidia-smi reports leaves the KV cache about 5.8 GB
-            Deployment(engine=replace(V0_ENGINE, gpu_memory_utilization=0.28)),
+            Deployment(
+                profile=CASE_PROFILE, engine=replace(V0_ENGINE, gpu_memory_utilization=0.28)
+            ),
             expected="kv_pressure",
             fix={"engine": replace(V0_ENGINE, gpu_memory_utilization=0.9)},
             fix_description="give the engine 90 % of the GPU (gpu_memory_utilization=0.9)",
@@ -210,7 +219,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(32, 0.3, 16, 1024),
                 seed=5,
             ),
-            Deployment(engine=LONG_V0_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=LONG_V0_ENGINE),
             expected="interference",
             fix={
                 "engine": replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
@@ -232,7 +241,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(64, 0.3, 16, 1024),
                 seed=6,
             ),
-            Deployment(engine=V1_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="head_of_line",
             fix={"n_gpus": 4},
             fix_description="four H100s with tensor parallelism (n_gpus=4): each long prefill, "
@@ -251,7 +260,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(256, 0.5, 8, 2048),
                 seed=7,
             ),
-            Deployment(engine=V1_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
             fix={"replicas": 2},
             fix_description="a second replica (replicas=2): each engine decodes half as many "
@@ -269,7 +278,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
                 output_tokens=LogNormal(256, 0.5, 8, 2048),
                 seed=8,
             ),
-            Deployment(engine=V1_ENGINE),
+            Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
             fix_description="tensor parallelism over two H100s (n_gpus=2)",
@@ -281,7 +290,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Workload(
                 300, rate=0.3, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=9
             ),
-            Deployment(gpu="l4", engine=V1_ENGINE),
+            Deployment(gpu="l4", profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="too_slow",
             fix={"weight_dtype": "fp8", "n_gpus": 4},
             fix_description="FP8 weights on four L4s with tensor parallelism: an eighth of the "

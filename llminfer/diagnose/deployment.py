@@ -18,13 +18,15 @@ from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 from llminfer.specs.presets import get_gpu, get_model
+from llminfer.specs.stepmodel import get_profile
 
 
 @dataclass(frozen=True)
 class Deployment:
     """Where a service runs: model and GPU presets, ``n_gpus`` (tensor parallelism within one
-    replica), ``replicas`` (independent copies behind a load balancer), dtypes and the engine's
-    settings. A deployment uses ``n_gpus × replicas`` GPUs.
+    replica), ``replicas`` (independent copies behind a load balancer), dtypes, the engine's
+    settings and its step-time ``profile`` (``"vllm"`` or the measured ``"pytorch"``). A
+    deployment uses ``n_gpus × replicas`` GPUs.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -43,8 +45,11 @@ class Deployment:
         )
     )
     replicas: int = 1
+    #: The engine whose step times the simulation uses (``llminfer.specs.stepmodel.PROFILES``).
+    profile: str = "vllm"
 
     def __post_init__(self) -> None:
+        get_profile(self.profile)  # a ValueError naming the profiles for an unknown one
         check_int("n_gpus", self.n_gpus, 1)
         check_int("replicas", self.replicas, 1)
         if not isinstance(self.engine, EngineConfig):
@@ -123,6 +128,7 @@ def simulate_deployment(workload: Workload, deployment: Deployment) -> pd.DataFr
             n_gpus=deployment.n_gpus,
             weight_dtype=deployment.weight_dtype,
             kv_dtype=deployment.kv_dtype,
+            profile=deployment.profile,
         )
         requests = result.requests
         frames.append(requests.assign(replica=index) if deployment.replicas > 1 else requests)

@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from llminfer.cost.flash import flash_traffic_table
+from llminfer.cost.flash import flash2_traffic
 from llminfer.cost.latency import estimate_latency
 from llminfer.cost.memory import kv_cache_bytes
 from llminfer.cost.roofline import bound, decode_crossover_batch, step_cost
@@ -42,13 +42,11 @@ def _mha_cache_growth() -> float:
     return kv_cache_bytes(mha.config, tokens, "fp32") / kv_cache_bytes(gqa.config, tokens, "fp32")
 
 
-def _sram_times_four() -> float:
-    sram = get_gpu("h100-sxm").shared_memory_per_sm
-    one, four = (
-        flash_traffic_table([32768], head_dim=128, n_heads=32, sram_bytes=s)
-        for s in (sram, 4 * sram)
-    )
-    return float(one.flash_bytes[0] / four.flash_bytes[0])
+def _half_height_tiles() -> float:
+    # FlashAttention-2's sm86/sm89 causal tile (64 x 64) against its A100/H100 one (128 x 64)
+    h100_tiles = flash2_traffic(32768, 128, 32, 8, block_rows=128, block_cols=64)
+    ada_tiles = flash2_traffic(32768, 128, 32, 8, block_rows=64, block_cols=64)
+    return ada_tiles.kv_stream_bytes / h100_tiles.kv_stream_bytes
 
 
 EXERCISES: tuple[Exercise, ...] = (
@@ -109,11 +107,12 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         key="02.6",
         question=(
-            "Make sram_bytes four times larger in flash_traffic_table: by what factor does the "
-            "tiled traffic fall at 32,768 tokens?"
+            "FlashAttention-2 uses 64-row query tiles for causal attention on RTX 40xx-class "
+            "GPUs instead of 128. For one Llama-3.1-8B layer at 32,768 tokens, by what factor "
+            "does the K/V traffic streamed into SRAM (flash2_traffic(...).kv_stream_bytes) grow?"
         ),
-        compute=_sram_times_four,
+        compute=_half_height_tiles,
         unit="×",
-        hint="The tiled algorithm moves Θ(N²·d²/M) elements: M is the SRAM size.",
+        hint="Each K/V tile serves B_r query rows: half the rows, twice the tile loads.",
     ),
 )

@@ -1,5 +1,7 @@
 """Answers to notebook 04's "Try it" questions, computed with llminfer."""
 
+import math
+
 import numpy as np
 
 from llminfer.cost.memory import kv_utilization, plan_memory
@@ -11,9 +13,10 @@ from llminfer.units import GiB
 WEIGHT_DTYPES_WIDEST_FIRST = ("bf16", "fp8", "int4")
 
 
-def _falcon_on_l4() -> float:
+def _falcon_on_l4() -> int:
     model = get_model("falcon-7b")
-    return plan_memory(model, get_gpu("l4"), context_tokens=model.max_context).max_concurrency
+    plan = plan_memory(model, get_gpu("l4"), context_tokens=model.max_context)
+    return math.floor(plan.max_concurrency)  # whole requests
 
 
 def _widest_dtype_70b() -> str:
@@ -26,10 +29,11 @@ def _widest_dtype_70b() -> str:
     return "none"
 
 
-def _fp8_70b_concurrency() -> float:
-    return plan_memory(
+def _fp8_70b_concurrency() -> int:
+    plan = plan_memory(
         get_model("llama-3.1-70b"), get_gpu("h100-sxm"), weight_dtype="fp8", context_tokens=8192
-    ).max_concurrency
+    )
+    return math.floor(plan.max_concurrency)  # whole requests
 
 
 def _deepseek_h200s() -> int:
@@ -60,8 +64,8 @@ def _h100_gib() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "04.1",
-        "Falcon-7B at its full 2,048-token context on one l4: how many such requests fit "
-        "(max concurrency)?",
+        "Falcon-7B at its full 2,048-token context on one l4: how many whole requests fit "
+        "at once (a count: max_concurrency rounded down)?",
         _falcon_on_l4,
         unit="requests",
         rel_tol=0.02,
@@ -77,7 +81,8 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "04.3",
-        "With those fp8 weights, how many requests of 8,192 tokens fit (max concurrency)?",
+        "With those fp8 weights, how many whole requests of 8,192 tokens fit at once (a count: "
+        "max_concurrency rounded down)?",
         _fp8_70b_concurrency,
         unit="requests",
         rel_tol=0.02,
@@ -96,7 +101,7 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "04.5",
         "Section 6's lengths with 256-token blocks instead of 16: what percentage of allocated "
-        "KV slots is wasted?",
+        "KV slots is wasted (in per cent, e.g. 12.5, not the fraction 0.125)?",
         _waste_block_256,
         unit="%",
         rel_tol=0.03,

@@ -181,28 +181,37 @@ def gpu_comparison_chart(table: pd.DataFrame) -> Figure:
 
 
 def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
-    """HBM bytes of standard and tiled (Flash) attention versus sequence length (left, log-log)
-    and their ratio (right), from ``llminfer.cost.flash.flash_traffic_table``.
+    """One attention layer versus sequence length, from ``llminfer.cost.flash.flash_traffic_
+    table``: the N×N score matrix standard attention stores and FlashAttention never does
+    (left, GB), and the HBM traffic of standard attention beside FlashAttention-2's two bounds,
+    every K/V tile from HBM and every tensor once (right, GB); both log-log.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    require_columns(table, {"seq_len", "standard_bytes", "flash_bytes"})
-    fig, (ax, ratio) = new_figure(11, 4, ncols=2)
-    ax.plot(table["seq_len"], table["standard_bytes"] / 1e9, marker="o", label="standard")
-    ax.plot(table["seq_len"], table["flash_bytes"] / 1e9, marker="s", label="FlashAttention")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length N (tokens)")
-    ax.set_ylabel("HBM traffic of one attention layer (GB)")
-    ax.legend(fontsize=8)
-    ratio.plot(
-        table["seq_len"], table["standard_bytes"] / table["flash_bytes"], marker="o", color="k"
+    require_columns(
+        table,
+        {"seq_len", "score_matrix_bytes", "standard_bytes", "fa2_stream_bytes"},
     )
-    ratio.set_xscale("log", base=2)
-    ratio.set_ylim(bottom=0)
-    ratio.set_xlabel("sequence length N (tokens)")
-    ratio.set_ylabel("standard ÷ FlashAttention bytes (×)")
-    fig.suptitle(title or "Tiling keeps the N×N matrix on chip")
+    require_columns(table, {"fa2_compulsory_bytes"})
+    fig, (mem, traffic) = new_figure(11, 4, ncols=2)
+    n = table["seq_len"]
+    mem.plot(n, table["score_matrix_bytes"] / 1e9, marker="o", color="k", label="standard")
+    mem.set_title("Memory: the score matrix (FlashAttention: none)", fontsize=9)
+    mem.set_ylabel("N×N scores stored per layer (GB)")
+    traffic.plot(n, table["standard_bytes"] / 1e9, marker="o", label="standard (Algorithm 0)")
+    traffic.plot(
+        n, table["fa2_stream_bytes"] / 1e9, marker="s", label="FA2, every K/V tile from HBM"
+    )
+    traffic.plot(n, table["fa2_compulsory_bytes"] / 1e9, marker="^", label="FA2, each tensor once")
+    traffic.set_title("Traffic: HBM bytes per layer", fontsize=9)
+    traffic.set_ylabel("HBM reads + writes per layer (GB)")
+    traffic.legend(fontsize=7)
+    for ax in (mem, traffic):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length N (tokens)")
+    mem.set_yscale("log")
+    traffic.set_yscale("log")
+    fig.suptitle(title or "FlashAttention: no N×N matrix in memory, and less traffic")
     return fig
 
 

@@ -4,6 +4,10 @@ aiohttp.web because the load generator already uses aiohttp's client (one asynci
 both ends, no extra dependency), it streams a response chunk by chunk with explicit flushes
 (``StreamResponse.write``), and it caps request bodies (``client_max_size``) before parsing.
 
+Request bodies are checked by ``llminfer.serve.schema`` (one set of rules for both endpoints).
+A refused request is one line in the server's log; only a bug in the server logs a traceback
+(and answers 500). A client that leaves mid-answer, streamed or not, stops its generation.
+
 Routes as vLLM's OpenAI server has them: ``POST /v1/completions``, ``POST /v1/chat/completions``
 (both streaming with server-sent events, or not), ``GET /v1/models``, ``GET /health`` and
 ``GET /metrics`` (Prometheus text, vLLM's metric names). Bad requests get a 4xx with an
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 
@@ -27,9 +32,14 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from llminfer.serve.engine import ToyEngine
+from llminfer.serve.limits import BODY_TIMEOUT_S, SHUTDOWN_DEADLINE_S
+from llminfer.serve.schema import GenerationRequest, OpenAIError, decode_json, parse_request
 from llminfer.serve.tokenizer import ToyTokenizer
 
-#: Largest request body accepted, bytes (vLLM has no such cap; a toy server should).
+log = logging.getLogger("llminfer.serve")
+
+#: Largest request body accepted, bytes (vLLM has no such cap; a toy server should). A
+#: compressed body (``Content-Encoding: gzip``) is counted after decompression.
 MAX_BODY_BYTES = 1 << 20
 #: ``max_tokens`` when a ``/v1/completions`` request gives none: 16, as OpenAI's legacy
 #: completions API documents and vLLM's ``CompletionRequest`` declares
@@ -43,29 +53,6 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 #: vLLM's inter-token buckets with three finer ones first: toy steps take milliseconds.
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
 E2E_BUCKETS = (0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0, 60.0)
-
-
-class OpenAIError(Exception):
-    """A request the server refuses: HTTP ``status`` and an OpenAI-style error body.
-
-    Introduced in: notebooks/08_measure_a_server.ipynb
-    """
-
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param = status, message, param
-
-    def response(self) -> web.Response:
-        kind = {400: "BadRequestError", 404: "NotFoundError", 413: "RequestTooLargeError"}
-        body = {
-            "error": {
-                "message": self.message,
-                "type": kind.get(self.status, "invalid_request_error"),
-                "param": self.param,
-                "code": self.status,
-            }
-        }
-        return web.json_response(body, status=self.status)
 
 
 class _EngineCollector:
@@ -127,31 +114,111 @@ class ServerMetrics:
 
 
 def _error_middleware():
+    # One line per refused request, a traceback only for a bug: a bad request is the client's
+    # business, and a log of tracebacks for them hides the one that matters.
     @web.middleware
     async def middleware(request: web.Request, handler):
         try:
             return await handler(request)
         except OpenAIError as exc:
-            return exc.response()
+            error = exc
         except web.HTTPRequestEntityTooLarge:
-            return OpenAIError(413, f"request body larger than {MAX_BODY_BYTES} bytes").response()
+            error = OpenAIError(413, f"request body larger than {MAX_BODY_BYTES} bytes")
         except web.HTTPException as exc:
-            if exc.status >= 400:
-                return OpenAIError(exc.status, exc.reason).response()
-            raise
+            if exc.status < 400:
+                raise
+            error = OpenAIError(exc.status, exc.reason)
+        except ConnectionResetError:  # the client left before its answer: not a bug
+            log.info("%s %s: client left", request.method, request.path)
+            return web.Response(status=499)  # nobody reads it; aiohttp drops it quietly
+        except Exception:  # a bug in the server: its traceback, and the server goes on
+            log.exception("%s %s: internal error", request.method, request.path)
+            return OpenAIError(500, "internal server error (see the server's log)").response()
+        log.info("%d %s %s: %s", error.status, request.method, request.path, error.message)
+        response = error.response()
+        if error.close_connection:
+            response.force_close()
+        return response
 
     return middleware
 
 
-async def _json_body(request: web.Request) -> dict:
-    raw = await request.read()  # raises HTTPRequestEntityTooLarge past client_max_size
+class _BadHttpOneLine(logging.Filter):
+    """aiohttp logs a client's malformed HTTP (a header line too long, a broken request line,
+    bad chunking) with a traceback; it is the client's mistake, not a bug: one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            record.msg, record.args = (
+                "%d bad HTTP from a client: %s",
+                (
+                    exc.code,
+                    " ".join(str(exc.message).split())[:200],
+                ),
+            )
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+async def _json_body(request: web.Request, timeout_s: float = BODY_TIMEOUT_S) -> dict:
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise OpenAIError(400, f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise OpenAIError(400, "request body must be a JSON object")
-    return body
+        # A client that sends its headers and then dribbles the body must not hold a handler
+        # (and its buffers) forever.
+        async with asyncio.timeout(timeout_s):
+            raw = await request.read()  # raises HTTPRequestEntityTooLarge past client_max_size
+    except TimeoutError:
+        error = OpenAIError(408, f"request body not received within {timeout_s:g} s")
+    except (web.HTTPException, asyncio.CancelledError):
+        raise
+    except Exception as exc:  # a body the HTTP layer cannot decode (bad gzip, cut chunking)
+        error = OpenAIError(400, f"request body could not be read: {' '.join(str(exc).split())}")
+    else:
+        return decode_json(raw, request.headers.get("Content-Type"))
+    # The rest of this body is unreadable: end it here (else aiohttp reads on after the answer
+    # and logs the same failure as a traceback) and close the connection after the answer.
+    request.content.feed_eof()
+    error.close_connection = True
+    raise error
+
+
+class _Answer:
+    """The text sent so far and the stop rules: which part of each token's text may go out.
+
+    A stop string may span tokens, so text that could be the start of one is held back until
+    it is known not to be (as vLLM does); the stop string itself is never sent.
+    """
+
+    def __init__(self, spec: GenerationRequest) -> None:
+        self.spec, self.text, self.sent, self.tokens = spec, "", 0, 0
+        self.hold = max((len(s) for s in spec.stop), default=1) - 1
+
+    def push(self, token: int, text: str, reason: str | None) -> tuple[str, str | None]:
+        """(text to send now, finish_reason or None) after one generated token."""
+        self.tokens += 1
+        may_stop = self.tokens > self.spec.min_tokens
+        if may_stop and token in self.spec.stop_token_ids:
+            return self._cut(len(self.text), "stop")
+        self.text += text
+        if may_stop and self.spec.stop:
+            start = max(self.sent - self.hold, 0)
+            hits = [i for i in (self.text.find(s, start) for s in self.spec.stop) if i >= 0]
+            if hits:
+                return self._cut(min(hits), "stop")
+        if reason is not None:
+            return self._cut(len(self.text), reason)
+        safe = len(self.text) - self.hold if self.spec.stop else len(self.text)
+        return self._cut(max(safe, self.sent), None)
+
+    def _cut(self, end: int, reason: str | None) -> tuple[str, str | None]:
+        piece = self.text[self.sent : end]
+        self.sent = end
+        if reason is not None:
+            self.text = self.text[:end]
+        return piece, reason
 
 
 class ToyServer:
@@ -160,67 +227,30 @@ class ToyServer:
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
 
-    def __init__(self, engine: ToyEngine, model_name: str) -> None:
-        self.engine, self.model_name = engine, model_name
+    def __init__(
+        self, engine: ToyEngine, model_name: str, body_timeout_s: float = BODY_TIMEOUT_S
+    ) -> None:
+        self.engine, self.model_name, self.body_timeout_s = engine, model_name, body_timeout_s
         self.tokenizer = ToyTokenizer(engine.model.config.vocab_size)
         self.metrics = ServerMetrics(engine, model_name)
         self.wake = asyncio.Event()  # set when a request arrives for an idle engine
+        self.closing = False
+        self.in_flight = 0  # generate handlers running
+        self._idle = asyncio.Event()
+        self._idle.set()
 
-    # --- request parsing ---------------------------------------------------------------------
-
-    def _common(self, body: dict) -> tuple[int | None, bool, bool]:
-        """(max_tokens or None when the request gives none, stream, include_usage)."""
-        model = body.get("model")
-        if model is not None and model != self.model_name:
-            raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
-        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise OpenAIError(
-                400, f"max_tokens={max_tokens!r} must be an integer >= 1", "max_tokens"
-            )
-        if body.get("n", 1) != 1:
-            raise OpenAIError(400, "only n=1 is supported", "n")
-        stream = body.get("stream", False)
-        if not isinstance(stream, bool):
-            raise OpenAIError(400, f"stream={stream!r} must be true or false", "stream")
-        options = body.get("stream_options") or {}
-        usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
-        return max_tokens, stream, usage
-
-    def _prompt_ids(self, body: dict, chat: bool) -> list[int]:
-        if chat:
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise OpenAIError(400, "messages must be a non-empty list", "messages")
-            words = []
-            for message in messages:
-                content = message.get("content") if isinstance(message, dict) else None
-                if isinstance(content, list):  # content parts: keep the text ones
-                    content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-                if not isinstance(content, str):
-                    raise OpenAIError(400, "each message needs a text content", "messages")
-                words.append(content)
-            ids = self.tokenizer.encode(" ".join(words))
-        else:
-            prompt = body.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-                prompt = prompt[0]
-            if isinstance(prompt, str):
-                ids = self.tokenizer.encode(prompt)
-            elif isinstance(prompt, list) and all(
-                isinstance(t, int) and not isinstance(t, bool) for t in prompt
-            ):
-                vocab = self.tokenizer.vocab_size
-                if any(not 0 <= t < vocab for t in prompt):
-                    raise OpenAIError(400, f"token ids must be in [0, {vocab})", "prompt")
-                ids = list(prompt)
-            else:
-                raise OpenAIError(400, "prompt must be a string or a list of token ids", "prompt")
-        if not ids:
-            raise OpenAIError(400, "the prompt is empty", "prompt" if not chat else "messages")
-        return ids
+    async def shutdown(self, deadline_s: float = SHUTDOWN_DEADLINE_S) -> None:
+        """Refuse new requests (503), fail every one in flight with an error (a streamed answer
+        gets an error event and ``[DONE]``), and wait up to ``deadline_s`` seconds for their
+        handlers to send that."""
+        self.closing = True
+        self.engine.stop()
+        try:
+            async with asyncio.timeout(deadline_s):
+                await self._idle.wait()
+        except TimeoutError:
+            log.warning("%d requests still open after %g s of shutdown", self.in_flight,
+                        deadline_s)  # fmt: skip
 
     # --- handlers ----------------------------------------------------------------------------
 
@@ -231,9 +261,24 @@ class ToyServer:
         return await self._generate(request, chat=True)
 
     async def _generate(self, request: web.Request, chat: bool) -> web.StreamResponse:
-        body = await _json_body(request)
-        max_tokens, stream, include_usage = self._common(body)
-        ids = self._prompt_ids(body, chat)
+        if self.closing:
+            raise OpenAIError(503, "server shutting down")
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            return await self._answer(request, chat)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+
+    async def _answer(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        body = await _json_body(request, self.body_timeout_s)
+        spec = parse_request(body, chat, self.tokenizer)
+        model = body.get("model")
+        if model is not None and model != self.model_name:
+            raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
+        ids, max_tokens = spec.prompt_ids, spec.max_tokens
         if max_tokens is None:  # vLLM's defaults: 16 for completions, the rest of the context
             limit = self.engine.model.config.max_context
             max_tokens = max(limit - len(ids), 1) if chat else DEFAULT_MAX_TOKENS
@@ -241,26 +286,38 @@ class ToyServer:
             self.engine.check_request(len(ids), max_tokens)
         except ValueError as exc:
             raise OpenAIError(400, str(exc), "max_tokens") from None
+        if self.closing:  # shutdown began while the body was read
+            raise OpenAIError(503, "server shutting down")
         queue: asyncio.Queue = asyncio.Queue()
         job = self.engine.submit(ids, max_tokens, queue.put_nowait)
         self.wake.set()
+        try:
+            return await self._respond(request, chat, spec, job, queue)
+        finally:
+            # Whatever ended the handler (answer sent, client gone, cancelled, a bug), the
+            # engine stops working for it; a no-op for a request that has finished.
+            self.engine.abort(job)
+
+    async def _respond(self, request, chat, spec, job, queue) -> web.StreamResponse:
+        ids = spec.prompt_ids
         kind = "chat.completion" if chat else "text_completion"
         reply = {
             "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
-            "object": kind + (".chunk" if chat and stream else ""),
+            "object": kind + (".chunk" if chat and spec.stream else ""),
             "created": int(time.time()),
             "model": self.model_name,
         }
         usage = {"prompt_tokens": len(ids), "completion_tokens": 0, "total_tokens": len(ids)}
         self.metrics.prompt_tokens.labels(self.model_name).inc(len(ids))
-        if not stream:
+        answer = _Answer(spec)
+        if not spec.stream:
             texts, reasons = [], [None]
-            async for token, reason in self._tokens(job, queue):
-                texts.append(token)
+            async for piece, reason in self._tokens(job, queue, answer):
+                texts.append(piece)
                 reasons.append(reason)
             reason = reasons[-1]
-            usage["completion_tokens"] = len(texts)
-            usage["total_tokens"] += len(texts)
+            usage["completion_tokens"] = answer.tokens
+            usage["total_tokens"] += answer.tokens
             text = "".join(texts)
             choice = {"index": 0, "finish_reason": reason, "logprobs": None}
             choice.update({"message": {"role": "assistant", "content": text}} if chat else {})
@@ -269,41 +326,50 @@ class ToyServer:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
-        await response.prepare(request)
 
         async def send(payload) -> None:
             text = payload if isinstance(payload, str) else json.dumps(payload)
             await response.write(f"data: {text}\n\n".encode())
 
         try:
+            await response.prepare(request)
             if chat:  # vLLM and OpenAI open a chat stream with a role-only delta
                 delta = {"role": "assistant", "content": ""}
                 await send(
                     {**reply, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                 )
-            async for token, reason in self._tokens(job, queue):
-                usage["completion_tokens"] += 1
-                piece = {"delta": {"content": token}} if chat else {"text": token, "logprobs": None}
-                choice = {"index": 0, **piece, "finish_reason": reason}
-                await send({**reply, "choices": [choice]})
-            usage["total_tokens"] += usage["completion_tokens"]
-            if include_usage:
-                await send({**reply, "choices": [], "usage": usage})
+            try:
+                async for piece, reason in self._tokens(job, queue, answer):
+                    if not piece and reason is None:
+                        continue  # text held back: it may be the start of a stop string
+                    content = {"delta": {"content": piece}} if chat else {"text": piece}
+                    choice = {"index": 0, **content, "logprobs": None, "finish_reason": reason}
+                    await send({**reply, "choices": [choice]})
+            except OpenAIError as exc:  # shutdown: the stream ends with an error, then [DONE]
+                await send(exc.body())
+                log.info("%s %s: stream ended by %s", request.method, request.path, exc.message)
+            else:
+                usage["completion_tokens"] = answer.tokens
+                usage["total_tokens"] += answer.tokens
+                if spec.include_usage:
+                    await send({**reply, "choices": [], "usage": usage})
             await send("[DONE]")
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
-            self.engine.abort(job)  # the client went away: stop generating for it
-            raise
+        except ConnectionResetError:  # the client went away (the caller aborts the job)
+            log.info("%s %s: client left after %d tokens", request.method, request.path,
+                     answer.tokens)  # fmt: skip
         return response
 
-    async def _tokens(self, job, queue: asyncio.Queue):
-        """Yield (text, finish_reason or None) per generated token; record the metrics."""
+    async def _tokens(self, job, queue: asyncio.Queue, answer: _Answer):
+        """Yield (text to send, finish_reason or None) per generated token; record the
+        metrics; stop the engine's work at a stop string; OpenAIError 503 when the engine
+        fails the request (shutdown)."""
         labels, last = self.model_name, None
         try:
             while True:
                 kind, value, t = await queue.get()
                 if kind == "error":
-                    raise web.HTTPServiceUnavailable(reason=str(value))
+                    raise OpenAIError(503, str(value))
                 token, reason = value
                 if last is None:
                     self.metrics.ttft.labels(labels).observe(t - job.arrival_s)
@@ -313,13 +379,14 @@ class ToyServer:
                     self.metrics.tpot.labels(labels).observe(t - last)
                 last = t
                 self.metrics.generation_tokens.labels(labels).inc()
-                yield self.tokenizer.decode(token), reason
+                piece, reason = answer.push(token, self.tokenizer.decode(token), reason)
+                yield piece, reason
                 if reason is not None:
                     self.metrics.e2e.labels(labels).observe(t - job.arrival_s)
                     self.metrics.success.labels(labels, reason).inc()
                     return
-        except asyncio.CancelledError:
-            self.engine.abort(job)
+        except asyncio.CancelledError:  # the client left: one line, the caller aborts the job
+            log.info("client left after %d tokens", answer.tokens)
             raise
 
     async def models(self, request: web.Request) -> web.Response:
@@ -343,13 +410,19 @@ class ToyServer:
 SERVER = web.AppKey("server", ToyServer)
 
 
-def make_app(engine: ToyEngine, model_name: str = "toy") -> web.Application:
+def make_app(
+    engine: ToyEngine, model_name: str = "toy", body_timeout_s: float = BODY_TIMEOUT_S
+) -> web.Application:
     """The aiohttp application serving ``engine`` under ``model_name``; the engine steps in the
-    application's event loop from start-up to clean-up.
+    application's event loop from start-up to clean-up. A request body must arrive within
+    ``body_timeout_s`` seconds of its headers (else 408).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
-    server = ToyServer(engine, model_name)
+    server = ToyServer(engine, model_name, body_timeout_s)
+    aiohttp_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _BadHttpOneLine) for f in aiohttp_log.filters):
+        aiohttp_log.addFilter(_BadHttpOneLine())
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_error_middleware()])
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_post("/v1/chat/completions", server.chat_completions)

@@ -2,32 +2,45 @@
 
 ``serve`` binds 127.0.0.1 by default (nothing outside this computer can reach it), prints one
 line ``llminfer serve: ready at http://HOST:PORT/v1`` when it accepts requests, and shuts down
-cleanly on Ctrl-C or SIGTERM (requests in flight get an error, the engine thread stops) or after
-``--shutdown-after`` seconds. ``ServerProcess`` runs it in a child process — its own Python,
-so the server's engine and the measuring client never share one interpreter lock — and reads
-that line to learn the port.
+within seconds on Ctrl-C or SIGTERM, or after ``--shutdown-after`` seconds: it stops accepting
+connections, every request in flight gets an error (a streamed one an error event and
+``[DONE]``, a plain one a 503) within ``SHUTDOWN_DEADLINE_S``, then the process exits. The log
+(stderr) has one line per refused request and a traceback only for a bug. ``ServerProcess``
+runs it in a child process — its own Python, so the server's engine and the measuring client
+never share one interpreter lock — reads that line to learn the port, and keeps reading the
+output (``output()``) so a chatty server never blocks on a full pipe.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import logging
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from llminfer.serve.engine import PRESETS, ServeConfig, ToyEngine, build_model
+from llminfer.serve.limits import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, SHUTDOWN_DEADLINE_S
 
 READY = re.compile(r"ready at (http://\S+)")
+#: Lines of the server's output a ``ServerProcess`` keeps.
+OUTPUT_LINES = 20_000
 
 
 async def _serve(args: argparse.Namespace) -> None:
     from aiohttp import web
 
-    from llminfer.serve.app import make_app
+    from llminfer.serve.app import SERVER, make_app
+
+    logging.basicConfig(
+        level=logging.INFO, format="llminfer serve: %(levelname)s %(message)s", stream=sys.stderr
+    )
 
     config = ServeConfig(
         max_num_seqs=args.max_num_seqs,
@@ -37,8 +50,18 @@ async def _serve(args: argparse.Namespace) -> None:
         num_kv_blocks=args.num_kv_blocks,
     )
     engine = ToyEngine(build_model(args.preset, seed=args.seed), config)
-    app = make_app(engine, args.model_name or f"toy-{args.preset}")
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    app = make_app(engine, args.model_name or f"toy-{args.preset}", args.body_timeout)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        # a client that leaves cancels its handler, so a non-streamed answer stops too
+        handler_cancellation=True,
+        # an idle connection, or one whose request line and headers are slow, is closed
+        keepalive_timeout=args.timeout_keep_alive,
+        # by the time the runner cleans up, every handler has had its error: do not wait
+        shutdown_timeout=1.0,
+    )
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port)
     await site.start()
@@ -52,6 +75,14 @@ async def _serve(args: argparse.Namespace) -> None:
         await asyncio.wait_for(stop.wait(), timeout=args.shutdown_after)
     except asyncio.TimeoutError:
         print(f"llminfer serve: --shutdown-after {args.shutdown_after:g} s reached", flush=True)
+    print("llminfer serve: stopping", flush=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)
+        # a second Ctrl-C while stopping is not a KeyboardInterrupt traceback: stopping is
+        # already bounded by SHUTDOWN_DEADLINE_S
+        loop.add_signal_handler(sig, lambda: None)
+    await site.stop()  # no new connections
+    await app[SERVER].shutdown(SHUTDOWN_DEADLINE_S)  # every request in flight gets its error
     await runner.cleanup()
     print("llminfer serve: stopped", flush=True)
 
@@ -91,6 +122,18 @@ def register_serve(subparsers) -> None:
         help="KV cache capacity in blocks (like vLLM's --num-gpu-blocks-override)",
     )
     parser.add_argument(
+        "--timeout-keep-alive",
+        type=float,
+        default=HEADER_TIMEOUT_S,
+        help="s an idle connection, or a request's line and headers, may take (uvicorn's name)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=BODY_TIMEOUT_S,
+        help="s a request body may take to arrive once its headers are in (else 408)",
+    )
+    parser.add_argument(
         "--shutdown-after", type=float, default=None, help="stop by itself after this many s"
     )
     parser.set_defaults(func=_serve_command)
@@ -115,20 +158,32 @@ class ServerProcess:
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         )
+        self._lines: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
         self.url = self._wait_ready(ready_s)
+        # The pipe holds 64 KiB: a reader must drain it for as long as the server runs.
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
 
     def _wait_ready(self, ready_s: float) -> str:
-        deadline, seen = time.monotonic() + ready_s, []
+        deadline = time.monotonic() + ready_s
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
             if not line:
                 break  # the process ended
-            seen.append(line)
+            self._lines.append(line)
             match = READY.search(line)
             if match:
                 return match.group(1)
         self.stop()
-        raise RuntimeError("llminfer serve did not start:\n" + "".join(seen[-20:]))
+        raise RuntimeError("llminfer serve did not start:\n" + "".join(list(self._lines)[-20:]))
+
+    def _drain(self) -> None:
+        for line in self.process.stdout:
+            self._lines.append(line)
+
+    def output(self) -> str:
+        """What the server printed so far (stdout and stderr, its last ``OUTPUT_LINES``)."""
+        return "".join(list(self._lines))
 
     @property
     def base(self) -> str:
@@ -144,6 +199,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if getattr(self, "_reader", None) is not None:
+            self._reader.join(5)  # the rest of the output, up to the end of the pipe
         if self.process.stdout:
             self.process.stdout.close()
         return self.process.returncode

@@ -62,6 +62,7 @@ from llminfer.sim.workload import Workload
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 
 #: (prefill_tokens, prefill_attended, decode_seqs, decode_context_tokens,
 #:  prefill_cached_tokens) -> seconds, as ``llminfer.cost.steptime.StepTimer`` takes them.
@@ -252,10 +253,14 @@ def simulate(
     kv_dtype: str = "bf16",
     step_time: StepTime | None = None,
     capacity_blocks: int | None = None,
+    profile: str | StepModel | None = None,
 ) -> SimResult:
     """Serve ``workload`` with ``model`` on ``n_gpus`` × ``gpu`` and record every request and step.
 
-    ``step_time`` replaces the roofline step cost (a callable taking prefill tokens, attended
+    Each step is timed by ``step_timer`` as the engine ``profile`` runs it: ``"vllm"`` (split-KV
+    decode attention, CUDA graphs; the default unless the GPU carries a calibrated
+    ``step_model``), ``"pytorch"`` (the measured plain engine) or a ``StepModel``.
+    ``step_time`` replaces that step cost (a callable taking prefill tokens, attended
     pairs, decoding sequences, their context tokens and the cached tokens prompt chunks attend
     to, returning seconds), e.g. to replay a measured profile; ``capacity_blocks`` replaces the
     KV capacity from ``plan_memory``.
@@ -269,8 +274,10 @@ def simulate(
         raise ValueError(f"engine={engine!r} must be an EngineConfig")
     if step_time is None:
         step_time = step_timer(
-            model, gpu, n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype
+            model, gpu, n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype, profile=profile
         )
+    elif profile is not None:
+        raise ValueError("profile= times the steps; with step_time= given it would be ignored")
     if capacity_blocks is None:
         capacity_blocks = kv_capacity_blocks(model, gpu, engine, n_gpus, weight_dtype, kv_dtype)
     capacity_blocks = check_int("capacity_blocks", capacity_blocks, 1)

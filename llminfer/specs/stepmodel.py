@@ -12,7 +12,7 @@ fits one to your own step timings. A ``GPU`` may carry its own (``GPU.step_model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -47,6 +47,10 @@ class StepModel:
       PyTorch's SDPA does; else the context length per extra block of a split-KV kernel
       ("flash-decoding": vLLM's and TensorRT-LLM's decode kernels split long contexts so a
       small batch still fills the GPU), tokens.
+    - ``max_kv_splits``: 0 when the engine never splits a sequence's KV across thread blocks;
+      else the most splits its split-KV decode kernel uses, chosen by FlashAttention's rule
+      (``llminfer.cost.splitkv``): vLLM passes 32 to FlashAttention under CUDA graphs
+      (``flash_attn_max_num_splits_for_cuda_graph``, vLLM 0.33 ``vllm/config/attention.py``).
     - ``attention_efficiency``: fraction of peak FLOP/s of prefill attention (FlashAttention).
     - ``activation_traffic_factor``: bytes the elementwise kernels move, as a multiple of the
       roofline's activation count (unfused RoPE, GQA head expansion, separate SiLU and
@@ -72,6 +76,7 @@ class StepModel:
     activation_traffic_factor: float
     layer_overhead_s: float
     kv_split_tokens: float = 0.0
+    max_kv_splits: int = 0
     host_decode_s_per_layer: float = 0.0
     host_prefill_s_per_layer: float = 0.0
     execution: str = "graph"
@@ -81,7 +86,7 @@ class StepModel:
         if self.execution not in EXECUTIONS:
             raise ValueError(f"execution={self.execution!r} must be one of {', '.join(EXECUTIONS)}")
         for f in fields(self):
-            if f.name in ("source", "execution"):
+            if f.name in ("source", "execution", "max_kv_splits"):
                 continue
             value = getattr(self, f.name)
             if (
@@ -98,6 +103,16 @@ class StepModel:
         if self.attention_blocks_per_sm <= 0:
             raise ValueError(
                 f"attention_blocks_per_sm={self.attention_blocks_per_sm!r} must be > 0"
+            )
+        if (
+            isinstance(self.max_kv_splits, bool)
+            or not isinstance(self.max_kv_splits, (int, np.integer))
+            or self.max_kv_splits < 0
+        ):
+            raise ValueError(f"max_kv_splits={self.max_kv_splits!r} must be an integer >= 0")
+        if self.max_kv_splits and self.kv_split_tokens:
+            raise ValueError(
+                "kv_split_tokens and max_kv_splits are two rules for the same split: set one"
             )
         for name in (
             "kv_split_tokens",
@@ -121,27 +136,65 @@ class StepModel:
 #: two constants held rather than fitted: ``weight_bandwidth_efficiency`` = 4.18 ÷ 4.8 TB/s,
 #: the device-to-device copy the same machine measured, and ``activation_traffic_factor`` = 2,
 #: our estimate of the reference engine's unfused elementwise passes (timings alone cannot tell
-#: it apart from the matmul efficiency). Every step lands within 7 %; fitted on half of the
+#: it apart from the matmul efficiency). Every step lands within 7.1 %; fitted on half of the
 #: steps, the model predicts the other half within 10 % (tests/test_steptime.py). The host
 #: constants (eager rows only) are fitted on three steps and describe that Python script, not
-#: the GPU. The reference engine is plain PyTorch: vLLM and TensorRT-LLM fuse kernels and split
-#: long KV caches across SMs ("flash-decoding"), so they are somewhat faster at batch 1.
+#: the GPU. The reference engine is plain PyTorch: one thread block per (sequence, KV head) in
+#: decode attention, so a long context at a small batch is read with a fraction of the SMs.
 H200_REFERENCE = StepModel(
-    matmul_efficiency=0.6053,
-    matmul_pad_tokens=7.76,
+    matmul_efficiency=0.6073,
+    matmul_pad_tokens=6.149,
     weight_bandwidth_efficiency=4.18 / 4.8,
-    overlap_exponent=1.550,
-    kv_bandwidth_efficiency=0.9072,
-    attention_blocks_per_sm=0.7293,
-    attention_efficiency=0.5321,
+    overlap_exponent=1.569,
+    kv_bandwidth_efficiency=0.9068,
+    attention_blocks_per_sm=0.7286,
+    attention_efficiency=0.5286,
     activation_traffic_factor=2.0,
-    layer_overhead_s=60.56e-6,
+    layer_overhead_s=68.81e-6,
     host_decode_s_per_layer=356.0e-6,
     host_prefill_s_per_layer=632.6e-6,
     execution="graph",
     source="fitted to data/measurements/h200_llama-3.1-8b_steps.csv (H200, 2026-11-30)",
 )
 
+#: A vLLM-like engine on the same chip: the measured kernels' constants (no vLLM run was timed
+#: here, so matmuls, fixed costs and elementwise traffic stay the plain-PyTorch engine's) with
+#: the one difference that changes decode the most — split-KV ("flash-decoding") attention.
+#: vLLM's FlashAttention backend lets FA3 split a long KV cache over thread blocks, at most 32
+#: splits under CUDA graphs (vLLM 0.33 ``vllm/v1/attention/backends/flash_attn.py``,
+#: ``vllm/config/attention.py``); SGLang (Triton, up to 8 splits; FlashInfer), TensorRT-LLM
+#: (multi-block mode, "always enabled") and FlashInfer do the same. Decode runs from CUDA graphs
+#: (vLLM V1's default ``FULL_AND_PIECEWISE``). Batch 1 at 32k tokens of Llama-3.1-8B on an H100:
+#: 8.8 ms per token here against 24.4 ms for the plain engine (floor 5.8 ms;
+#: tests/test_steptime.py).
+VLLM_PROFILE = replace(
+    H200_REFERENCE,
+    max_kv_splits=32,
+    source="vllm: the H200-fitted kernels with FlashAttention's split-KV decode (max 32 splits)",
+)
+#: Named engine profiles: ``"vllm"`` (split-KV decode attention, CUDA graphs), the default
+#: everywhere, and ``"pytorch"``, the plain-PyTorch engine the H200 steps were measured on.
+PROFILES: dict[str, StepModel] = {"vllm": VLLM_PROFILE, "pytorch": H200_REFERENCE}
+DEFAULT_PROFILE = "vllm"
+
 #: The realistic model every ``StepTimer`` uses unless told otherwise (a GPU's own
-#: ``step_model``, e.g. from ``calibrate``, comes first).
-DEFAULT_STEP_MODEL = H200_REFERENCE
+#: ``step_model``, e.g. from ``calibrate``, comes first): the default profile's.
+DEFAULT_STEP_MODEL = PROFILES[DEFAULT_PROFILE]
+
+
+def get_profile(profile: str | StepModel) -> StepModel:
+    """The ``StepModel`` of an engine profile: a name in ``PROFILES`` (``"vllm"``,
+    ``"pytorch"``) or a ``StepModel`` (e.g. from ``calibrate``), returned as it is.
+
+    Raises ValueError for an unknown name or another type.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if isinstance(profile, StepModel):
+        return profile
+    if isinstance(profile, str) and profile in PROFILES:
+        return PROFILES[profile]
+    raise ValueError(
+        f"profile={profile!r} is not an engine profile; use one of {', '.join(PROFILES)} "
+        "or a StepModel (e.g. from llminfer.calibrate)"
+    )

@@ -11,6 +11,7 @@ from llminfer.cost.latency import Estimate, estimate_latency, request_breakdown
 from llminfer.cost.roofline import arithmetic_intensity, compute_dtype, ridge_point
 from llminfer.plots.roofline import request_breakdown_chart, roofline_chart
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.specs.stepmodel import DEFAULT_PROFILE, PROFILES
 from llminfer.units import format_duration
 from llminfer.widgets._explorer import Explorer
 
@@ -18,6 +19,13 @@ TOKEN_CHOICES = [2**k for k in range(4, 18)]  # 16 ... 131,072 tokens
 BATCH_CHOICES = [2**k for k in range(0, 11)]  # 1 ... 1,024 sequences
 WEIGHT_DTYPES = ["bf16", "fp8", "int8", "int4"]
 KV_DTYPES = ["bf16", "fp8"]
+
+
+def _profile_control(profile: str) -> W.Dropdown:
+    """The engine whose step times an explorer shows (``llminfer.specs.stepmodel.PROFILES``)."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile={profile!r} must be one of {', '.join(PROFILES)}")
+    return W.Dropdown(options=list(PROFILES), value=profile, description="engine")
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,10 @@ class RequestJourney(Explorer):
         output_tokens: int = 256,
         network_ms: int = 50,
         queue_ms: int = 200,
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         controls = {
+            "profile": _profile_control(profile),
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
             "prompt_tokens": W.SelectionSlider(
@@ -72,8 +82,12 @@ class RequestJourney(Explorer):
         }
         super().__init__(controls)
 
-    def compute(self, model, gpu, prompt_tokens, output_tokens, network_ms, queue_ms) -> Journey:
-        est = estimate_latency(get_model(model), get_gpu(gpu), prompt_tokens, output_tokens)
+    def compute(
+        self, profile, model, gpu, prompt_tokens, output_tokens, network_ms, queue_ms
+    ) -> Journey:
+        est = estimate_latency(
+            get_model(model), get_gpu(gpu), prompt_tokens, output_tokens, profile=profile
+        )
         return Journey(request_breakdown(est, network_ms / 1e3, queue_ms / 1e3), est)
 
     def describe(self, journey: Journey) -> str:
@@ -108,8 +122,10 @@ class RooflineExplorer(Explorer):
         context_tokens: int = 2048,
         weight_dtype: str = "bf16",
         kv_dtype: str = "bf16",
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         controls = {
+            "profile": _profile_control(profile),
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
             "batch": W.SelectionSlider(options=BATCH_CHOICES, value=batch, description="batch"),
@@ -123,7 +139,9 @@ class RooflineExplorer(Explorer):
         }
         super().__init__(controls)
 
-    def compute(self, model, gpu, batch, context_tokens, weight_dtype, kv_dtype) -> Estimate:
+    def compute(
+        self, profile, model, gpu, batch, context_tokens, weight_dtype, kv_dtype
+    ) -> Estimate:
         return estimate_latency(
             get_model(model),
             get_gpu(gpu),
@@ -132,6 +150,7 @@ class RooflineExplorer(Explorer):
             batch=batch,
             weight_dtype=weight_dtype,
             kv_dtype=kv_dtype,
+            profile=profile,
         )
 
     def describe(self, est: Estimate) -> str:

@@ -13,6 +13,7 @@ from llminfer.sim.loadsweep import best_load, compare_engines, knee, load_column
 from llminfer.sim.simulate import EngineConfig
 from llminfer.sim.workload import LogNormal, Workload
 from llminfer.specs.presets import get_gpu, get_model
+from llminfer.specs.stepmodel import get_profile
 from llminfer.widgets._explorer import Explorer, choice_slider, whole
 
 #: TTFT targets offered, s: 1-2-5 steps per decade from 10 ms to 100 s.
@@ -100,8 +101,10 @@ class BatchingExplorer(Explorer):
         rate: float = 8.0,
         max_num_seqs: int = 64,
         n_requests: int = 300,
+        profile: str = "vllm",
     ) -> None:
         self.model, self.gpu, self.n_requests = get_model(model), get_gpu(gpu), n_requests
+        self.profile = get_profile(profile)  # the engine whose steps are simulated
         controls = {
             "rate": choice_slider(rate, RATES, "requests/s", "{:.3g}"),
             "max_num_seqs": W.SelectionSlider(
@@ -124,7 +127,7 @@ class BatchingExplorer(Explorer):
             "static": EngineConfig(policy="static", max_num_seqs=max_num_seqs),
             "continuous": EngineConfig(max_num_seqs=max_num_seqs, chunked_prefill=chunked_prefill),
         }
-        return compare_engines(workload, self.model, self.gpu, engines)
+        return compare_engines(workload, self.model, self.gpu, engines, profile=self.profile)
 
     def describe(self, table: pd.DataFrame) -> str:
         ratio = table.loc["continuous", "output_tps"] / table.loc["static", "output_tps"]
