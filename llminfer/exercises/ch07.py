@@ -24,6 +24,13 @@ def _good_fraction(name: str, **change) -> float:
     return float(summarize(_case_log(name, **change), slo=CASE_SLO).good_fraction)
 
 
+def _busy_at_128() -> float:
+    from llminfer.diagnose.cases import CASE_STUDIES
+
+    engine = CASE_STUDIES["busy"].deployment.engine
+    return _good_fraction("busy", engine=replace(engine, max_num_seqs=128))
+
+
 def _healthy_at_6ms() -> str:
     from llminfer.diagnose.cases import CASE_STUDIES
     from llminfer.diagnose.run import diagnose
@@ -70,20 +77,22 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "07.2",
-        "The overloaded service on two replicas (one H100 each) instead of TP = 2: what share "
-        "of requests meets both targets?",
-        lambda: _good_fraction("overloaded", replicas=2),
+        "Serve the ramp workload on two replicas of one H100 each instead of TP = 2 "
+        "(replace(ramp.deployment, replicas=2)): what share of requests meets both targets?",
+        lambda: _good_fraction("ramp", replicas=2),
         unit="(fraction, 0–1)",
-        hint="simulate CASE_STUDIES['overloaded'].requests(replace(deployment, replicas=2)) "
-        "and read summarize(..., slo=CASE_SLO).good_fraction",
+        hint="ramp.requests(replace(ramp.deployment, replicas=2)), read_requests, then "
+        "summarize(..., slo=CASE_SLO).good_fraction",
     ),
     Exercise(
         "07.3",
-        "Would FP8 weights on the one H100 have cured the overloaded service? Give the share of "
-        "requests that meets both targets with weight_dtype='fp8'.",
-        lambda: _good_fraction("overloaded", weight_dtype="fp8"),
+        "The busy case's cure table tried --max-num-seqs 64. Try 128 "
+        "(replace(busy.deployment, engine=replace(busy.deployment.engine, max_num_seqs=128))): "
+        "what share of requests meets both targets?",
+        _busy_at_128,
         unit="(fraction, 0–1)",
-        hint="replace(deployment, weight_dtype='fp8'), simulate, then good_fraction",
+        hint="a smaller batch makes each step faster but leaves requests waiting: look at both "
+        "TTFT and TPOT p90",
     ),
     Exercise(
         "07.4",
