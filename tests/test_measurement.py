@@ -86,7 +86,8 @@ def test_load_sweep_finds_the_knee_and_the_capacity():
     verdict = sweep_verdict(table)
     assert verdict["capacity_rps"] == table["served_rps"].max()
     assert verdict["max_good_offered_rps"] == table[table.within_targets].offered_rps.max()
-    assert verdict["capacity_rps"] < table.loc["150/s", "offered_rps"]
+    assert verdict["capacity_rps"] < table.loc["150/s", "offered_rps"] and verdict["saturated"]
+    assert sweep_verdict(table.iloc[:2])["saturated"] is False  # 2/s and 8/s: a lower bound
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, math.inf, True, "4"])

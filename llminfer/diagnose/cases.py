@@ -248,7 +248,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             "core FLOP/s for every prompt token, and half the weight bytes per decode step",
             attempts=(
                 (
-                    "chunked prefill, 2,048-token steps (the decode step's suggestion)",
+                    "chunked prefill, 2,048-token steps",
                     "setting",
                     {"engine": V1_ENGINE},
                 ),
@@ -338,7 +338,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             "weight bytes, so ~150 requests decoding together step faster",
             attempts=(
                 (
-                    "--max-num-seqs 64 (the report's first, a setting)",
+                    "--max-num-seqs 64",
                     "setting",
                     {"engine": replace(V1_ENGINE, max_num_seqs=64)},
                 ),

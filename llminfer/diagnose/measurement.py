@@ -272,10 +272,11 @@ def load_sweep(
     return pd.DataFrame(rows).T.infer_objects().sort_values("offered_rps")
 
 
-def sweep_verdict(table: pd.DataFrame) -> dict[str, float]:
+def sweep_verdict(table: pd.DataFrame) -> dict[str, float | bool]:
     """From ``load_sweep``'s table: ``max_good_offered_rps`` (the highest offered load served
-    within the targets; NaN if none) and ``capacity_rps`` (the highest served rate: where the
-    served rate stops following the offered one, that is the capacity).
+    within the targets; NaN if none), ``capacity_rps`` (the highest served rate, requests/s) and
+    ``saturated`` (some load was not kept up with). Only when ``saturated`` is ``capacity_rps``
+    the capacity; otherwise it is a lower bound: the sweep never pushed past it.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -283,4 +284,5 @@ def sweep_verdict(table: pd.DataFrame) -> dict[str, float]:
     return {
         "max_good_offered_rps": float(good["offered_rps"].max()) if len(good) else math.nan,
         "capacity_rps": float(table["served_rps"].max()),
+        "saturated": bool((~table["keeps_up"].astype(bool)).any()),
     }
