@@ -97,10 +97,13 @@ request log and returns a **verdict** (`ok`, `problem` or `not_enough_data`), a 
 fixed list, and suggestions that fit the deployment — **cheapest first**, each saying what it
 costs — and `load_sweep` reads one log per offered load.
 
-**Before you start.** You need chapter 3 (TTFT, TPOT, percentiles), chapter 5 (the simulator,
-continuous batching, chunked prefill) and chapter 6 (reading request logs). **Time:** about 60
-minutes for a first pass — 35 min reading and running the nine simulated cases and the real one,
-25 min for the five questions; the cells run in about a minute in all.
+**Before you start.** You need chapter 3 (TTFT, TPOT, percentiles), chapter 4 (the KV-cache
+budget), chapter 5 (the simulator, continuous batching, chunked prefill) and chapter 6 (reading
+request logs). **Time:** about 75 minutes for a first pass — some 6,000 words of prose (40 min at
+150 words a minute), the reports and tables of 46 code cells (10 min; they run in under a minute
+in all) and the five questions (25 min). In a 45-minute workshop slot, take sections 0–4, the
+overloaded, long-prompt and head-of-line cases and the real-engine case, and leave the other
+cases and the questions for afterwards.
 
 | article (中文) | here | symbol · unit |
 |---|---|---|
@@ -270,6 +273,7 @@ assert round(over_rates["offered_rps"], 1) == {round(over_rates["offered_rps"], 
 assert round(over_rates["served_rps"], 1) == {round(over_rates["served_rps"], 1)}
 assert round(over_rates["whole_run_rps"], 1) == {round(over_rates["whole_run_rps"], 1)}
 assert round(over_rates["drain_s"]) == {round(over_rates["drain_s"])}
+assert round(over_rates["window_s"]) == {round(over_rates["window_s"])}
 assert int(closed_run.steps["waiting"].max()) == {closed_waiting_max} < 32
 step0[["verdict", "action"]]
 """)
@@ -663,6 +667,8 @@ after = diagnose(
 ).finding("decode").evidence
 assert round(after["itl_s_p99"] * 1000) == {round(pi_after_ev["itl_s_p99"] * 1000)}
 assert after["stalls"] == {pi_after_ev["stalls"]}
+chunk = prefill_interference.fixed_deployment.engine.max_num_batched_tokens
+assert chunk == 384 and round(8000 / chunk) == 21
 """.strip()
     ),
 )
@@ -677,6 +683,8 @@ long_b = hol_before[hol_before.input_tokens > 10000].ttft_s.mean()
 long_a = hol_after[hol_after.input_tokens > 10000].ttft_s.mean()
 short_b = hol_before[hol_before.input_tokens < 10000].ttft_s.quantile(0.9)
 short_a = hol_after[hol_after.input_tokens < 10000].ttft_s.quantile(0.9)
+short_b50 = hol_before[hol_before.input_tokens < 10000].ttft_s.median()
+short_a50 = hol_after[hol_after.input_tokens < 10000].ttft_s.median()
 case_section(
     "head_of_line",
     "Head-of-line blocking by long prompts",
@@ -695,7 +703,9 @@ rest of the budget goes to the prompts behind it.
     f"""
 **Takeaway:** one setting, on the same GPU: TTFT p90 {b[0]:.2f} s → {fx[0]:.2f} s, the share
 meeting both targets {pct(b[2])} % → {pct(fx[2])} %, verdict `ok`. It trades, as the suggestion
-says: the short requests' TTFT p90 falls from {short_b:.2f} s to {short_a:.2f} s, the long
+says: the short requests' TTFT p90 falls from {short_b:.2f} s to {short_a:.2f} s (their median
+rises, from {round(short_b50 * 1e3)} ms to {round(short_a50 * 1e3)} ms: every step they share with a
+long-prompt chunk is slower — the CDF's left side), the long
 prompts' mean TTFT rises from {long_b:.2f} s to {long_a:.2f} s (their prefill now takes
 {HOL_THRESHOLD} tokens a step), and TPOT p90 rises from {ms1(b[1])} ms to {ms1(fx[1])} ms, because
 short requests now decode in steps that carry long-prompt chunks. The long prompts miss the 1 s
@@ -714,6 +724,10 @@ long_a = after_m[after_m.input_tokens > 10000].ttft_s.mean()
 short_b = before_m[before_m.input_tokens < 10000].ttft_s.quantile(0.9)
 short_a = after_m[after_m.input_tokens < 10000].ttft_s.quantile(0.9)
 assert (round(short_b, 2), round(short_a, 2)) == ({r2(short_b)}, {r2(short_a)})
+short_b50 = before_m[before_m.input_tokens < 10000].ttft_s.median()
+short_a50 = after_m[after_m.input_tokens < 10000].ttft_s.median()
+medians_ms = (round(short_b50 * 1e3), round(short_a50 * 1e3))
+assert medians_ms == ({round(short_b50 * 1e3)}, {round(short_a50 * 1e3)})
 assert (round(long_b, 2), round(long_a, 2)) == ({r2(long_b)}, {r2(long_a)})
 assert HOL_THRESHOLD == {HOL_THRESHOLD}
 """.strip()
@@ -835,6 +849,7 @@ tp_vs_replicas = pd.DataFrame(rows).T
 # check
 t = tp_vs_replicas
 tp2, rep2 = t.loc["TP = 2 (1 replica)"], t.loc["2 replicas, 1 GPU each"]
+assert overloaded.workload.rate / 2 == 10.5  # requests/s each replica receives
 assert round(tp2["good_fraction"] * 100, 1) == {round(tp2["good_fraction"] * 100, 1)}
 assert round(rep2["good_fraction"] * 100, 1) == {round(rep2["good_fraction"] * 100, 1)}
 assert round(rep2["tpot_s_p90"] * 1e3, 1) == {ms1(rep2["tpot_s_p90"])}
@@ -1005,16 +1020,17 @@ A request log times what a user sees; several causes of slowness live outside th
 procedure reasons about (and outside the simulator, which times GPU steps only). Before buying
 hardware, rule them out:
 
-- **Tokenizer, detokenizer and the API server's CPU.** One Python process tokenizes prompts and
-  detokenizes every streamed token; a busy one delays all streams at once. Watch its CPU
-  (`top`, `py-spy`), and scale the front end.
+- **Tokenizer, detokenizer and the API server's CPU.** The API server's Python process (in vLLM
+  V1 a process apart from the engine core's) tokenizes prompts and detokenizes every streamed
+  token; a busy one delays all streams at once. Watch its CPU (`top`, `py-spy`), and scale the
+  front end.
 - **Structured output.** Grammar-constrained decoding compiles a grammar and masks logits every
   step; a JSON-schema workload can be slower per token than free text.
 - **CUDA-graph capture sizes.** vLLM V1 replays decode steps from captured CUDA graphs, by
   default for batches of up to 512 tokens; a step with more tokens (a mixed step carrying a
-  2,048-token prefill chunk) runs without a full graph, with more launch overhead (vLLM 0.33.0
-  `vllm/config/compilation.py`, `vllm/v1/cudagraph_dispatcher.py`). The simulator's "vllm"
-  profile does not model that limit.
+  2,048-token prefill chunk) runs without any CUDA graph, its kernels launched one by one
+  (vLLM 0.33.0 `vllm/config/compilation.py`, `vllm/v1/cudagraph_dispatcher.py`). The
+  simulator's "vllm" profile does not model that limit.
 - **Prefix-cache hit rate and speculative acceptance.** Features that should help can quietly not:
   read the increase of `vllm:prefix_cache_hits_total` over that of
   `vllm:prefix_cache_queries_total`, and the drafts accepted per step.
@@ -1201,6 +1217,10 @@ assert answers["07.1"] == "too_slow" and answers["07.5"] == "{answers["07.5"]}"
 assert round(answers["07.2"] * 100, 1) == {round(answers["07.2"] * 100, 1)}
 assert round(answers["07.3"] * 100, 1) == {round(answers["07.3"] * 100, 1)}
 assert answers["07.4"] == {answers["07.4"]}
+busy_128 = replace(busy.deployment, engine=replace(busy.deployment.engine, max_num_seqs=128))
+at_128 = summarize(read_requests(busy.requests(busy_128)), slo=CASE_SLO, percentiles=(90,))
+assert round(at_128.to_dict()["ttft_s_p90"], 1) == {round(busy128["ttft_s_p90"], 1)}
+assert round(at_128.to_dict()["tpot_s_p90"] * 1e3, 1) == {ms1(busy128["tpot_s_p90"])}
 assert check("07.1", "too_slow") and not check("07.1", "overload")
 assert check("07.5", "{answers["07.5"]}")
 healthy_at = {{
