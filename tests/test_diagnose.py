@@ -35,6 +35,7 @@ from llminfer.diagnose.signals import (
     waiting_at,
     work_ahead,
 )
+from llminfer.diagnose.suggestions import COSTS
 from llminfer.logs.metrics import request_metrics
 from llminfer.sim.workload import Empirical, LogNormal, Workload
 
@@ -108,7 +109,43 @@ def test_the_suggested_change_cures_the_case(name):
     assert report.verdict == "ok" and report.cause is None and report.primary is None
     table = remeasure(case_log(name), after, CASE_SLO)
     assert table.loc["good_fraction", "after"] > table.loc["good_fraction", "before"]
-    assert table.loc["good_fraction", "after"] >= 0.95
+    # p90 targets met; the head-of-line cure leaves the long prompts (5 %) missing TTFT, and the
+    # long-prompt cure leaves its longest documents' prefill near 1 s
+    assert table.loc["good_fraction", "after"] >= 0.9
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASE_STUDIES.items() if c.fix])
+def test_cures_are_tried_cheapest_first_and_only_the_last_cures(name):
+    """One change at a time, settings before software before hardware: every attempt before the
+    fix leaves the case a problem, and the fix is the first deployment the verdict calls ok."""
+    case = CASE_STUDIES[name]
+    tries = case.tries()
+    ranks = [list(COSTS).index(cost) for _, cost, _ in tries]
+    assert ranks == sorted(ranks), tries
+    table = case.cure_table()
+    assert list(table["verdict"]) == ["problem"] * len(tries) + ["ok"]
+    assert table.iloc[-1]["good_fraction"] > table.iloc[0]["good_fraction"]
+
+
+def test_cure_costs_follow_what_the_change_needs():
+    costs = {name: c.fix_cost for name, c in CASE_STUDIES.items() if c.fix}
+    assert costs["head_of_line"] == costs["kv_exhausted"] == costs["prefill_interference"]
+    assert costs["head_of_line"] == "setting"
+    assert costs["long_prompts"] == costs["busy"] == "software"
+    assert costs["overloaded"] == costs["ramp"] == costs["slow_gpu"] == "hardware"
+
+
+def test_head_of_line_is_cured_by_the_long_prefill_threshold_on_the_same_gpu():
+    case = CASE_STUDIES["head_of_line"]
+    fixed = case.fixed_deployment
+    assert fixed.n_gpus == case.deployment.n_gpus == 1
+    assert (
+        fixed.engine.long_prefill_token_threshold
+        > 0
+        == case.deployment.engine.long_prefill_token_threshold
+    )
+    report = diagnose(case_log("head_of_line"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
+    assert report.suggestions[0].key == "long_prefill_threshold"
 
 
 def test_case_study_files_are_what_the_seeds_produce():
@@ -127,39 +164,31 @@ def test_case_study_files_are_what_the_seeds_produce():
 
 
 def test_long_prompts_fix_is_what_the_report_suggests():
-    """The cure (TP = 4 and an FP8 KV cache) is made of the report's own suggestions: TP from
-    the prefill step (too slow), FP8 KV from the decode step's stalls and long-context reads."""
+    """The cure is the report's cheapest applicable suggestion: FP8 weights (its first, prefix
+    caching, does not apply: the documents share no prefix). With split-KV decode attention
+    ("vllm" profile) TP = 4 alone would cure TPOT too: the FP8 KV cache the plain-PyTorch
+    step model needed is not part of any cure."""
     case = CASE_STUDIES["long_prompts"]
+    assert case.deployment.profile == "vllm"
     report = diagnose(case_log("long_prompts"), slo=CASE_SLO, **case.deployment.diagnose_kwargs())
     assert report.cause == "too_slow" and report.primary.step == "prefill"
-    assert "tensor_parallel" in [s.key for s in report.suggestions]
-    # With 6k-32k prompts on a V0-like engine each prefill (up to 1.4 s) stalls every decode:
-    # the decode step measures it in the token streams.
+    keys = [s.key for s in report.suggestions]
+    assert keys[:2] == ["prefix_caching", "quantise_weights"] and "tensor_parallel" in keys
+    assert case.fix == {"weight_dtype": "fp8"}
+    assert (case_log("long_prompts").requests["prefix_group"] < 0).all()
+    # each prefill stalls every decode on the V0-like engine: measured in the token streams
     decode = report.finding("decode")
     assert decode.cause == "interference"
-    assert decode.evidence["itl_s_p99"] > 10 * decode.evidence["itl_s_p50"]
-    # TP = 4 alone cures TTFT but not TPOT (attention over 32k tokens of context, 8 heads per
-    # GPU); the FP8 KV cache is what takes TPOT p90 under 20 ms.
     tp_only = read_requests(case.requests(replace(case.deployment, n_gpus=4)))
     table = remeasure(case_log("long_prompts"), tp_only, CASE_SLO)
     assert table.loc["ttft_s_p90", "after"] < 1.0 < table.loc["ttft_s_p90", "before"]
-    assert table.loc["tpot_s_p90", "after"] > CASE_SLO["tpot_s"]
-    # The FP8 KV cache part of the fix is a decode-side change the report offers for a TPOT
-    # that misses alone (too_slow, decode): what one request alone at 32k context takes.
+    assert table.loc["tpot_s_p90", "after"] < CASE_SLO["tpot_s"]
+    # one request alone at 32k tokens of context on TP = 4: under the target without FP8 KV
     alone = estimate_latency(
-        get_model("llama-3.1-8b"),
-        get_gpu("h100-sxm"),
-        32000,
-        128,
-        batch=1,
-        n_gpus=4,
-        profile=case.deployment.profile,
-    ).tpot_s
-    alone_fp8 = estimate_latency(
         get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 32000, 128, batch=1, n_gpus=4,
-        kv_dtype="fp8",
+        profile=case.deployment.profile,
     ).tpot_s  # fmt: skip
-    assert alone > CASE_SLO["tpot_s"] > alone_fp8
+    assert alone < CASE_SLO["tpot_s"]
 
 
 def test_every_case_spells_out_its_engine():

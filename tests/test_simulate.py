@@ -80,6 +80,7 @@ ENGINES = [
     EngineConfig(policy="static", max_num_seqs=32),
     EngineConfig(prefix_caching=True, chunked_prefill=False, block_size=32),
     EngineConfig(prefix_caching=True, chunked_prefill=True, max_num_batched_tokens=1024),
+    EngineConfig(max_num_batched_tokens=1024, long_prefill_token_threshold=256),
 ]
 
 

@@ -15,6 +15,9 @@ import numpy as np
 import pandas as pd
 
 from llminfer.diagnose.deployment import Deployment, simulate_deployment
+from llminfer.diagnose.run import diagnose
+from llminfer.logs.reading import read_requests
+from llminfer.logs.summary import summarize
 from llminfer.logs.writing import write_log
 from llminfer.sim.simulate import EngineConfig, SimResult, simulate
 from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
@@ -22,6 +25,15 @@ from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
 #: Targets of the services in the case studies: the first token within 1 s, then at least
 #: 50 tokens/s per user (TPOT ≤ 20 ms).
 CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.020}
+
+
+#: The case measured on a real engine (not simulated): the toy server of chapter 8 under
+#: ``llminfer bench`` at two offered loads (requests/s asked of the client), logs in data/ made
+#: by ``scripts/make_real_engine_logs.py`` (data/README.md says on which machine, and when).
+REAL_CASE_LOGS = {"light": "real_toy_light.csv", "heavy": "real_toy_heavy.csv"}
+REAL_CASE_RATES = {"light": 0.5, "heavy": 4.0}
+#: Its targets: a CPU toy is slower per token than a GPU, so 50 ms (20 tokens/s per user).
+REAL_CASE_SLO = {"ttft_s": 1.0, "tpot_s": 0.050}
 
 
 #: The engine the first five case studies were written for, spelled out (vLLM V0-like: no
@@ -39,12 +51,14 @@ LONG_V0_ENGINE = replace(V0_ENGINE, max_num_batched_tokens=32768)
 V1_ENGINE = EngineConfig(
     chunked_prefill=True, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=2048
 )
+#: The head-of-line case's cure: vLLM V1's --long-prefill-token-threshold, in tokens.
+HOL_THRESHOLD = 128
 
 
-#: The engine profile the case logs in data/ were simulated with: the measured plain-PyTorch
-#: engine (no split-KV decode attention), as when they were made; ``scripts/make_case_studies.py``
-#: regenerates them from here.
-CASE_PROFILE = "pytorch"
+#: The engine profile every case is simulated with (``llminfer.specs.stepmodel.PROFILES``):
+#: ``"vllm"``, the measured kernels' constants with split-KV decode attention and CUDA graphs,
+#: as vLLM runs them; ``scripts/make_case_studies.py`` writes the logs in data/ from here.
+CASE_PROFILE = "vllm"
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,11 @@ class CaseStudy:
     ``fix_description``). Every deployment spells out its ``EngineConfig``. ``token_times``:
     the log keeps the simulator's per-token times (``token_ts``), so ITL and stalls can be
     measured; off for the large cases, whose files would grow from tens of kB to megabytes.
+    ``attempts``: the cheaper changes tried before ``fix``, cheapest first, each ``(label,
+    cost, change)`` with ``cost`` one of ``llminfer.diagnose.suggestions.COSTS`` and ``change``
+    fields of ``Deployment`` replaced in the case as found (one change at a time; a label says
+    when a change keeps an earlier one); ``fix_label`` names ``fix`` in that list.
+    ``cure_table`` measures them all.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -95,6 +114,8 @@ class CaseStudy:
     fix: dict = field(default_factory=dict)
     fix_description: str = ""
     token_times: bool = False
+    attempts: tuple[tuple[str, str, dict], ...] = ()
+    fix_label: str = ""
 
     @property
     def fixed_deployment(self) -> Deployment:
@@ -130,6 +151,52 @@ class CaseStudy:
     def data_file(self) -> str:
         return f"case_{self.name}.csv"
 
+    def tries(self) -> list[tuple[str, str, dict]]:
+        """The changes in the order to try them: every ``attempts`` entry, then ``fix``."""
+        out = list(self.attempts)
+        if self.fix:
+            out.append((self.fix_label or self.fix_description, self.fix_cost, self.fix))
+        return out
+
+    @property
+    def fix_cost(self) -> str:
+        """The cost of ``fix``: hardware when it adds GPUs, software when it changes the
+        weights' dtype, else an engine setting."""
+        d, f = self.deployment, self.fixed_deployment
+        if f.n_gpus * f.replicas > d.n_gpus * d.replicas:
+            return "hardware"
+        if f.weight_dtype != d.weight_dtype:
+            return "software"
+        return "setting"
+
+    def cure_table(self, slo: dict[str, float] | None = None) -> pd.DataFrame:
+        """One row per deployment tried, as found first, then ``tries()`` in order: the
+        change, its cost, TTFT and TPOT p90 (s), the share of requests meeting ``slo``
+        (default ``CASE_SLO``) and the verdict and cause ``diagnose`` gives, all over the whole
+        simulated run of the same seeded workload.
+
+        Introduced in: notebooks/07_troubleshooting.ipynb
+        """
+        slo = slo or CASE_SLO
+        rows = []
+        for label, cost, change in [("as found", "—", {}), *self.tries()]:
+            d = replace(self.deployment, **change)
+            log = read_requests(self.requests(d))
+            flat = summarize(log, percentiles=(90,), slo=slo).to_dict()
+            report = diagnose(log, slo=slo, **d.diagnose_kwargs())
+            rows.append(
+                {
+                    "change": label,
+                    "cost": cost,
+                    "ttft_s_p90": flat["ttft_s_p90"],
+                    "tpot_s_p90": flat["tpot_s_p90"],
+                    "good_fraction": flat["good_fraction"],
+                    "verdict": report.verdict,
+                    "cause": report.cause or "—",
+                }
+            )
+        return pd.DataFrame(rows).set_index("change")
+
 
 _CHAT_PROMPTS = LogNormal(512, 0.6, 16, 4096)
 _CHAT_ANSWERS = LogNormal(128, 0.6, 8, 1024)
@@ -158,7 +225,9 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=V0_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
-            fix_description="serve it on two H100s with tensor parallelism (n_gpus=2)",
+            fix_label="TP = 2 (n_gpus=2)",
+            fix_description="tensor parallelism over two H100s (n_gpus=2)",
+            attempts=(("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),),
         ),
         CaseStudy(
             "long_prompts",
@@ -173,11 +242,17 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             ),
             Deployment(profile=CASE_PROFILE, engine=LONG_V0_ENGINE),
             expected="too_slow",
-            fix={"n_gpus": 4, "kv_dtype": "fp8"},
-            fix_description="four H100s with tensor parallelism (n_gpus=4: prefill FLOPs per GPU "
-            "fall fourfold) and an FP8 KV cache (kv_dtype='fp8': each decode step at 32k tokens of "
-            "context reads half the KV bytes; TP = 4 alone leaves TPOT p90 at ~23 ms, because "
-            "attention over a long context with 8 heads per GPU keeps few SMs busy)",
+            fix={"weight_dtype": "fp8"},
+            fix_label="FP8 weights (weight_dtype='fp8')",
+            fix_description="FP8 weights (weight_dtype='fp8', W8A8 on Hopper): twice the tensor-"
+            "core FLOP/s for every prompt token, and half the weight bytes per decode step",
+            attempts=(
+                (
+                    "chunked prefill, 2,048-token steps",
+                    "setting",
+                    {"engine": V1_ENGINE},
+                ),
+            ),
             token_times=True,
         ),
         CaseStudy(
@@ -197,15 +272,16 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             ),
             expected="kv_pressure",
             fix={"engine": replace(V0_ENGINE, gpu_memory_utilization=0.9)},
+            fix_label="gpu_memory_utilization 0.28 → 0.9",
             fix_description="give the engine 90 % of the GPU (gpu_memory_utilization=0.9)",
         ),
         CaseStudy(
             "prefill_interference",
-            "A chat service where 30 % of requests paste an 8k-token document: 3 requests/s, "
+            "A chat service where 30 % of requests paste an 8k-token document: 4 requests/s, "
             "short answers (32 tokens), chunked prefill off (V0-like engine).",
             Workload(
                 800,
-                rate=3,
+                rate=4,
                 prompt_tokens=Empirical((8000,) * 3 + (200,) * 7),
                 output_tokens=LogNormal(32, 0.3, 16, 1024),
                 seed=5,
@@ -215,6 +291,7 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             fix={
                 "engine": replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
             },
+            fix_label="chunked prefill, 384-token steps",
             fix_description="turn on chunked prefill with a 384-token step budget, so a document "
             "is split over ~21 steps and decodes keep running between the chunks (the stalls go; "
             "each chunk still costs its compute, so a smaller budget trades the documents' TTFT "
@@ -234,10 +311,12 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             ),
             Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="head_of_line",
-            fix={"n_gpus": 4},
-            fix_description="four H100s with tensor parallelism (n_gpus=4): each long prefill, "
-            "and so the wait behind it, shrinks about fourfold (routing long prompts to their "
-            "own replica would also do)",
+            fix={"engine": replace(V1_ENGINE, long_prefill_token_threshold=HOL_THRESHOLD)},
+            fix_label=f"--long-prefill-token-threshold {HOL_THRESHOLD}",
+            fix_description=f"cap each request's prefill chunk per step at {HOL_THRESHOLD} tokens "
+            f"(--long-prefill-token-threshold {HOL_THRESHOLD}, vLLM V1; default 0 = no cap): a "
+            "long prompt no longer takes the whole step, so the short prompts behind it are "
+            "prefilled in the same steps (the long prompts' own prefill takes more steps)",
             token_times=True,
         ),
         CaseStudy(
@@ -253,9 +332,17 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             ),
             Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
-            fix={"replicas": 2},
-            fix_description="a second replica (replicas=2): each engine decodes half as many "
-            "requests together",
+            fix={"weight_dtype": "fp8"},
+            fix_label="FP8 weights (weight_dtype='fp8')",
+            fix_description="FP8 weights (weight_dtype='fp8'): each decode step reads half the "
+            "weight bytes, so ~150 requests decoding together step faster",
+            attempts=(
+                (
+                    "--max-num-seqs 64",
+                    "setting",
+                    {"engine": replace(V1_ENGINE, max_num_seqs=64)},
+                ),
+            ),
         ),
         CaseStudy(
             "ramp",
@@ -272,7 +359,9 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
+            fix_label="TP = 2 (n_gpus=2)",
             fix_description="tensor parallelism over two H100s (n_gpus=2)",
+            attempts=(("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),),
         ),
         CaseStudy(
             "slow_gpu",
@@ -283,10 +372,14 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             ),
             Deployment(gpu="l4", profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="too_slow",
-            fix={"weight_dtype": "fp8", "n_gpus": 4},
-            fix_description="FP8 weights on four L4s with tensor parallelism: an eighth of the "
-            "weight bytes per GPU per step (two L4s in FP8 still miss 20 ms: the fixed per-layer "
-            "cost of each step does not shrink with the weights)",
+            fix={"weight_dtype": "fp8", "n_gpus": 2},
+            fix_label="FP8 weights + TP = 2 (n_gpus=2)",
+            fix_description="FP8 weights on two L4s with tensor parallelism (keeps the FP8 "
+            "weights): a quarter of the weight bytes per GPU per step",
+            attempts=(
+                ("FP8 KV cache (kv_dtype='fp8')", "setting", {"kv_dtype": "fp8"}),
+                ("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),
+            ),
         ),
     ]
 }

@@ -279,7 +279,7 @@ class Diagnosis:
 
 
 def _suggestion(s: Suggestion) -> dict[str, str]:
-    return {"key": s.key, "action": s.action, "trades": s.trades}
+    return {"key": s.key, "action": s.action, "trades": s.trades, "cost": s.cost}
 
 
 def _plain(value: Any) -> Any:

@@ -22,6 +22,7 @@ from llminfer.diagnose.findings import Finding
 from llminfer.diagnose.procedure import ALONE_MIN
 from llminfer.diagnose.scrape import ServerMetrics
 from llminfer.diagnose.signals import (
+    completion_rate,
     decode_stalls,
     decoding_together,
     overlapping_prefill_tokens,
@@ -194,10 +195,7 @@ class Observations:
 
     def rates(self) -> tuple[float, float]:
         """Served rate over the middle 80 % of completions, and the offered rate (requests/s)."""
-        end = np.sort(self.good["end_ts"].to_numpy(float))
         start = self.m["start_ts"].to_numpy(float)
         span = float(np.nanmax(start) - np.nanmin(start))
         offered = (len(self.m) - 1) / span if span > 0 else float("inf")
-        lo, hi = int(0.1 * len(end)), int(0.9 * len(end))
-        served = (hi - lo) / (end[hi] - end[lo]) if end[hi] > end[lo] else float("inf")
-        return served, offered
+        return completion_rate(self.good["end_ts"].to_numpy(float)), offered

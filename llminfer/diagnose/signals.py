@@ -57,6 +57,22 @@ def fit_linear(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return slope * x + intercept
 
 
+def completion_rate(end_ts: np.ndarray) -> float:
+    """Requests/s completed over the middle 80 % of completions (the 10th to the 90th percentile
+    of ``end_ts``, seconds): the served rate without the first completions (one latency after
+    the first arrival) and the last (the drain). NaN for fewer than 2 completions.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    end = np.sort(np.asarray(end_ts, dtype=float))
+    end = end[np.isfinite(end)]
+    if len(end) < 2:
+        return float("nan")
+    lo, hi = int(0.1 * len(end)), int(0.9 * len(end))
+    hi = min(hi, len(end) - 1)
+    return (hi - lo) / (end[hi] - end[lo]) if end[hi] > end[lo] else float("inf")
+
+
 def in_flight_at_arrival(log: RequestLog | pd.DataFrame) -> np.ndarray:
     """For each request, in log order, how many requests (itself included) were in flight just
     after it arrived: the level of ``llminfer.logs.timeline.in_flight`` at its start time.

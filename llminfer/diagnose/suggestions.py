@@ -1,9 +1,14 @@
-"""What to change for each cause ``diagnose`` names, and what each change trades away.
+"""What to change for each cause ``diagnose`` names, what each change costs, and what it trades.
 
 Every suggestion is a setting of a modern engine (vLLM names) or of the deployment — not
 continuous batching or PagedAttention, which every current engine already has. A suggestion is
 left out when the deployment already has it (chunked prefill on, KV cache already FP8, ...);
 when the engine's settings are unknown, a suggestion that depends on them says "if" instead.
+
+``suggest`` orders its suggestions by cost, cheapest first (``COSTS``): an engine **setting** on
+the same hardware, then **software** (another checkpoint or a draft model, with accuracy to
+re-check), then **hardware** (more GPUs). Within a tier the one most likely to cure the cause
+comes first. Try them in that order, one change at a time, and measure after each.
 """
 
 from __future__ import annotations
@@ -17,12 +22,20 @@ SMALL_CHUNK_TOKENS = 2048
 #: gpu_memory_utilization at or above this leaves nothing worth raising.
 HIGH_MEMORY_UTILIZATION = 0.9
 _NARROW = {"fp8", "int8", "int4", "fp4", "nvfp4"}
+#: What a change costs, cheapest first: ``suggest`` orders by this.
+COSTS = {
+    "setting": "an engine flag on the same hardware: restart and measure",
+    "software": "another checkpoint or model to add (quantised weights, a draft model): "
+    "accuracy to re-check",
+    "hardware": "more GPUs (or a second pool of them)",
+}
 
 
 @dataclass(frozen=True)
 class Suggestion:
     """One change: ``key`` (stable name a program can test), ``action`` (what to set, vLLM
-    option names where they exist), ``trades`` (what it costs), ``chapter`` that explains it.
+    option names where they exist), ``trades`` (what it gives up), ``cost`` (one of ``COSTS``:
+    setting, software, hardware), ``chapter`` that explains it.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -31,9 +44,14 @@ class Suggestion:
     action: str
     trades: str
     chapter: str = "05_optimizations"
+    cost: str = "setting"
+
+    def __post_init__(self) -> None:
+        if self.cost not in COSTS:
+            raise ValueError(f"cost={self.cost!r} must be one of {', '.join(COSTS)}")
 
     def __str__(self) -> str:
-        return f"{self.action} — trades: {self.trades}"
+        return f"[{self.cost}] {self.action} — trades: {self.trades}"
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ def _replica(s: Setup) -> Suggestion:
         "load balancer",
         "GPUs; each replica sees a smaller share of the load, but a request alone is no faster: "
         "it cures a queue, not a TPOT that misses at the load each replica still gets",
+        cost="hardware",
     )
 
 
@@ -71,6 +90,7 @@ def _tp(s: Setup) -> Suggestion:
         f"(--tensor-parallel-size {2 * s.n_gpus})",
         "GPUs and an all-reduce every layer; every step gets faster (more FLOP/s and bandwidth) "
         "and the KV cache grows, but throughput per GPU falls",
+        cost="hardware",
     )
 
 
@@ -82,6 +102,7 @@ def _quantise(s: Setup) -> Suggestion | None:
         f"quantise the weights ({s.weight_dtype} → fp8, W8A8 on Hopper; or int4 weight-only)",
         "accuracy to re-check on your task; weights read per decode step halve (fp8) and the "
         "memory freed goes to the KV cache",
+        cost="software",
     )
 
 
@@ -153,6 +174,7 @@ def _disaggregate() -> Suggestion:
         "disaggregate",
         "disaggregate prefill and decode onto separate GPUs (DistServe-style)",
         "at least two GPU pools to size, and a KV-cache transfer per request over the interconnect",
+        cost="hardware",
     )
 
 
@@ -162,14 +184,31 @@ def _speculative() -> Suggestion:
         "speculative decoding (a draft model or n-gram/EAGLE proposer)",
         "a draft's compute and memory; pays at small batches only — at large batches the "
         "verification is no longer a free decode step",
+        cost="software",
     )
 
 
 def _separate_long() -> Suggestion:
     return Suggestion(
         "separate_long_prompts",
-        "send long prompts to their own replica (or --scheduling-policy priority for short ones)",
-        "a replica that idles when long prompts are rare, or long prompts that wait longer",
+        "send long prompts to their own replica (a router that looks at the prompt length)",
+        "a replica that idles when long prompts are rare, and a router to run",
+        cost="hardware",
+    )
+
+
+def _long_prefill_cap(s: Setup) -> Suggestion | None:
+    e = s.engine
+    if e is not None and (not e.chunked_prefill or e.long_prefill_token_threshold > 0):
+        return None  # needs chunked prefill (suggested first); or already capped
+    return Suggestion(
+        "long_prefill_threshold",
+        "cap each request's prefill chunk per step (--long-prefill-token-threshold, vLLM V1; "
+        "default 0 = no cap): a few hundred tokens, well below --max-num-batched-tokens, so "
+        "prompts admitted behind a long one get budget in the same step"
+        + ("" if e else " (needs chunked prefill)"),
+        "the long prompts' own TTFT rises (their prefill takes more steps), and the short "
+        "requests now decode in steps that carry long-prompt chunks (TPOT)",
     )
 
 
@@ -185,9 +224,9 @@ def _prefix_caching(s: Setup) -> Suggestion | None:
 
 
 def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggestion, ...]:
-    """The changes worth trying for ``cause`` (see ``llminfer.diagnose.findings.CAUSES``), best
-    first,
-    leaving out what ``setup`` already has. ``detail`` narrows a cause: ``"ttft"`` or
+    """The changes worth trying for ``cause`` (see ``llminfer.diagnose.findings.CAUSES``),
+    cheapest first (``COSTS``: settings, then software, then hardware; within a tier the likeliest
+    cure first), leaving out what ``setup`` already has. ``detail`` narrows a cause: ``"ttft"`` or
     ``"tpot"`` for ``too_slow`` and ``overload``.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
@@ -219,7 +258,14 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
             _tp(setup),
         ]
     elif cause == "head_of_line":
-        out = [_separate_long(), _tp(setup), _prefix_caching(setup), _disaggregate()]
+        out = [
+            _chunked_on(setup),
+            _long_prefill_cap(setup),
+            _prefix_caching(setup),
+            _separate_long(),
+            _tp(setup),
+            _disaggregate(),
+        ]
     elif cause == "interference":
         out = [_chunked_on(setup), _smaller_chunk(setup), _disaggregate()]
     elif cause == "too_slow":
@@ -238,4 +284,6 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
             ]
     else:
         raise ValueError(f"cause={cause!r} is not one of llminfer.diagnose.findings.CAUSES")
-    return tuple(s for s in out if s is not None)
+    kept = [s for s in out if s is not None]
+    rank = list(COSTS)
+    return tuple(sorted(kept, key=lambda s: rank.index(s.cost)))  # stable: order within a tier

@@ -24,6 +24,13 @@ def _good_fraction(name: str, **change) -> float:
     return float(summarize(_case_log(name, **change), slo=CASE_SLO).good_fraction)
 
 
+def _busy_at_128() -> float:
+    from llminfer.diagnose.cases import CASE_STUDIES
+
+    engine = CASE_STUDIES["busy"].deployment.engine
+    return _good_fraction("busy", engine=replace(engine, max_num_seqs=128))
+
+
 def _healthy_at_6ms() -> str:
     from llminfer.diagnose.cases import CASE_STUDIES
     from llminfer.diagnose.run import diagnose
@@ -46,6 +53,18 @@ def _ramp_first_window() -> int:
     return int(report.finding("saturation").evidence["window"].split("/")[0])
 
 
+def _real_heavy_cant_tell() -> str:
+    from llminfer.diagnose.cases import REAL_CASE_LOGS, REAL_CASE_SLO
+    from llminfer.diagnose.run import diagnose
+    from llminfer.exercises.datasets import dataset_path
+    from llminfer.logs.reading import read_requests
+
+    log = read_requests(dataset_path(REAL_CASE_LOGS["heavy"]))
+    report = diagnose(log, slo=REAL_CASE_SLO)
+    steps = [f.step for f in report.findings if f.verdict == "cant_tell"]
+    return steps[0] if steps else "none"
+
+
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "07.1",
@@ -58,20 +77,22 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "07.2",
-        "The overloaded service on two replicas (one H100 each) instead of TP = 2: what share "
-        "of requests meets both targets?",
-        lambda: _good_fraction("overloaded", replicas=2),
+        "Serve the ramp workload on two replicas of one H100 each instead of TP = 2 "
+        "(replace(ramp.deployment, replicas=2)): what share of requests meets both targets?",
+        lambda: _good_fraction("ramp", replicas=2),
         unit="(fraction, 0–1)",
-        hint="simulate CASE_STUDIES['overloaded'].requests(replace(deployment, replicas=2)) "
-        "and read summarize(..., slo=CASE_SLO).good_fraction",
+        hint="ramp.requests(replace(ramp.deployment, replicas=2)), read_requests, then "
+        "summarize(..., slo=CASE_SLO).good_fraction",
     ),
     Exercise(
         "07.3",
-        "Would FP8 weights on the one H100 have cured the overloaded service? Give the share of "
-        "requests that meets both targets with weight_dtype='fp8'.",
-        lambda: _good_fraction("overloaded", weight_dtype="fp8"),
+        "The busy case's cure table tried --max-num-seqs 64. Try 128 "
+        "(replace(busy.deployment, engine=replace(busy.deployment.engine, max_num_seqs=128))): "
+        "what share of requests meets both targets?",
+        _busy_at_128,
         unit="(fraction, 0–1)",
-        hint="replace(deployment, weight_dtype='fp8'), simulate, then good_fraction",
+        hint="a smaller batch makes each step faster but leaves requests waiting: look at both "
+        "TTFT and TPOT p90",
     ),
     Exercise(
         "07.4",
@@ -80,5 +101,14 @@ EXERCISES: tuple[Exercise, ...] = (
         _ramp_first_window,
         rel_tol=0.0,
         hint="report.finding('saturation').evidence['window']",
+    ),
+    Exercise(
+        "07.5",
+        "Diagnose the toy server's heavy-load log (data/real_toy_heavy.csv, what llminfer bench "
+        "records: client-side times only) with REAL_CASE_SLO and nothing else — no deployment, "
+        "no scrape. Which step says can't tell?",
+        _real_heavy_cant_tell,
+        hint="diagnose(read_requests(...), slo=REAL_CASE_SLO), then look for the finding whose "
+        "verdict is 'cant_tell' and read its .missing",
     ),
 )

@@ -1,7 +1,7 @@
 """The datasets the exercises compute their answers from, shipped inside the package.
 
 The notebooks read the repository's ``data/``; an installed llminfer (a wheel, ``pip install .``)
-has no repository beside it, so the files the answers of chapters 3 and 6 need travel in
+has no repository beside it, so the files the answers of chapters 3, 6 and 7 need travel in
 ``llminfer/exercises/data/`` and are found with ``importlib.resources``. They are copies of the
 files of the same name in ``data/`` (``tests/test_exercises.py`` holds them byte for byte equal).
 """
@@ -18,6 +18,7 @@ SHIPPED = (
     "replicas/replica-a.csv",
     "replicas/replica-b.csv",
     "replicas/replica-c.csv",
+    "real_toy_heavy.csv",
 )
 
 

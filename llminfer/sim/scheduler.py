@@ -2,7 +2,8 @@
 (internal).
 
 ``Scheduler`` admits waiting requests, builds each step's batch (vLLM V1's one token budget with
-chunked prefill, V0's prefill-or-decode steps, or static batches), preempts the most recently
+chunked prefill and its optional per-request cap ``long_prefill_token_threshold``, V0's
+prefill-or-decode steps, or static batches), preempts the most recently
 admitted request when the KV cache is full, and records every step and token. Its per-request
 state lives in plain Python lists because the loop touches single elements, where lists beat
 numpy arrays. Decoding sequences grow by one KV token per decode step, so instead of touching
@@ -279,12 +280,13 @@ class Scheduler:
         preempted_before = self.preemptions
         if self.decoding:
             self._grow_decode_blocks()
+        cap = self._long_prefill_cap()
         budget = self.cfg.max_num_batched_tokens - len(self.decoding)
         batch: list[tuple[int, int]] = []
         for i in list(self.prefilling):
             if budget <= 0:
                 break
-            chunk = min(self.target[i] - self.computed[i], budget)
+            chunk = min(self.target[i] - self.computed[i], cap, budget)
             need = math.ceil((self.computed[i] + chunk) / self.bs) - self.kv.blocks[i]
             if need > 0:
                 if not self.kv.reserve(need):
@@ -296,7 +298,7 @@ class Scheduler:
         admit = self.preemptions == preempted_before
         while admit and budget > 0 and self.waiting and len(self.running) < self.cfg.max_num_seqs:
             i = self.waiting[0]
-            chunk = self._admit(i, budget, full_reserve=False)
+            chunk = self._admit(i, min(budget, cap), full_reserve=False)
             if not chunk:
                 break
             self.waiting.popleft()
@@ -306,6 +308,20 @@ class Scheduler:
             return False
         self._run_step(batch, decode=bool(self.decoding))
         return True
+
+    def _long_prefill_cap(self) -> float:
+        """Most new tokens one request's prefill chunk may take this step: vLLM V1's
+        ``long_prefill_token_threshold`` (0 = no cap), not applied when only one request is in
+        the system (running + waiting: "there is nobody to starve", vLLM 0.33.0
+        ``vllm/v1/core/sched/scheduler.py`` L754-763), floored at the budget's fair share with
+        the adaptive option (L764-769)."""
+        threshold = self.cfg.long_prefill_token_threshold
+        eligible = len(self.running) + len(self.waiting)
+        if threshold <= 0 or eligible <= 1:
+            return math.inf
+        if self.cfg.long_prefill_token_threshold_adaptive:
+            threshold = max(threshold, self.cfg.max_num_batched_tokens // eligible)
+        return threshold
 
     def _grow_decode_blocks(self) -> None:
         """Give every decoding sequence that crosses a block boundary this step a new block,

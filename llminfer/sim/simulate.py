@@ -93,6 +93,18 @@ class EngineConfig:
       engine may use (weights, reserve and KV cache).
     - ``prefix_caching``: reuse the KV blocks of shared prompt prefixes (unset: as
       ``chunked_prefill``'s default).
+    - ``long_prefill_token_threshold``: most new tokens one request's prefill chunk gets in one
+      step (0 = no cap, vLLM's default), as vLLM V1's scheduler applies it: to running and to
+      newly admitted requests alike, ``if 0 < threshold < num_new_tokens: num_new_tokens =
+      threshold``, and not at all in a step when only one request is in the system (running +
+      waiting), "there is nobody to starve" (vLLM 0.33.0 ``vllm/v1/core/sched/scheduler.py``
+      L754-763, L844-845, L1332-1333; 0.11.0 L216-219, L424-427, without the one-request
+      exemption). Needs ``chunked_prefill``. With ``long_prefill_token_threshold_adaptive``
+      (vLLM 0.33.0, default off) the cap is floored at a fair share of the step's token budget,
+      ``max(threshold, max_num_batched_tokens // requests in the system)`` (L764-769).
+      vLLM V0's ``max_num_partial_prefills`` / ``max_long_partial_prefills`` are not modelled:
+      V1's scheduler never reads them (0.11.0 falls back to V0 when they are set; 0.33.0 no
+      longer has them).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -104,6 +116,8 @@ class EngineConfig:
     block_size: int = 16
     gpu_memory_utilization: float = 0.9
     prefix_caching: bool | None = None
+    long_prefill_token_threshold: int = 0
+    long_prefill_token_threshold_adaptive: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -130,6 +144,18 @@ class EngineConfig:
             raise ValueError(
                 "policy='static' runs whole batches without chunked_prefill or prefix_caching; "
                 "set both to False or use policy='continuous'"
+            )
+        check_int("long_prefill_token_threshold", self.long_prefill_token_threshold, 0)
+        if not isinstance(self.long_prefill_token_threshold_adaptive, bool):
+            raise ValueError(
+                "long_prefill_token_threshold_adaptive="
+                f"{self.long_prefill_token_threshold_adaptive!r} must be True or False"
+            )
+        if self.long_prefill_token_threshold and not self.chunked_prefill:
+            raise ValueError(
+                f"long_prefill_token_threshold={self.long_prefill_token_threshold} caps a "
+                "request's prefill chunk per step, which needs chunked_prefill=True (vLLM V1); "
+                "set it to 0 or turn chunked_prefill on"
             )
         if self.chunked_prefill and self.max_num_batched_tokens < self.max_num_seqs:
             raise ValueError(
