@@ -220,6 +220,7 @@ _ENGINE_KEYS = {
     "gpu_memory_utilization": float,
     "block_size": int,
     "policy": str,
+    "long_prefill_token_threshold": int,
 }
 _TRUE = {"on": True, "true": True, "1": True, "yes": True}
 _FALSE = {"off": False, "false": False, "0": False, "no": False}

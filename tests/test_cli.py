@@ -89,3 +89,12 @@ def test_n_gpus_that_does_not_split_the_heads_is_refused(capsys):
     assert main([*args, "--n-gpus", "3"]) == 2
     err = capsys.readouterr().err
     assert "--n-gpus=3" in err and "allowed: 1, 2, 4, 8, 16, 32" in err
+
+
+def test_engine_settings_take_vllms_long_prefill_threshold():
+    from llminfer.cli import parse_engine
+
+    engine = parse_engine("chunked_prefill=on,long-prefill-token-threshold=128")
+    assert engine.long_prefill_token_threshold == 128 and engine.chunked_prefill
+    with pytest.raises(ValueError, match="long_prefill_token_threshold"):
+        parse_engine("long_prefill_token_threshold=128")  # needs chunked prefill, as in vLLM
