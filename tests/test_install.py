@@ -9,6 +9,8 @@ recorded there is not loaded — and nothing is downloaded: the wheel is built w
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,6 +20,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: The fresh environment's own variables: no PYTHONPATH, which would put a checkout of llminfer
+#: ahead of the installed wheel.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 CHECK = r"""
 import pathlib, sys
@@ -40,23 +45,19 @@ print(len(exercises()), "exercises answered from", where.parent)
 def installed(tmp_path_factory):
     """A fresh venv with the llminfer wheel installed (not editable); yields its python."""
     tmp = tmp_path_factory.mktemp("install")
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp / "dist"),
-            str(REPO),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp,
+    # Built from a copy: setuptools builds in the source tree (build/, *.egg-info), and the
+    # checkout is being read by other tests meanwhile.
+    source = tmp / "source"
+    shutil.copytree(
+        REPO / "llminfer", source / "llminfer", ignore=shutil.ignore_patterns("__pycache__")
     )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp / "dist"), str(source)],
+        capture_output=True, text=True, cwd=tmp,
+    )  # fmt: skip
     if build.returncode != 0:
         pytest.fail(f"building the wheel failed:\n{build.stdout}\n{build.stderr}")
     (wheel,) = (tmp / "dist").glob("llminfer-*.whl")
@@ -93,7 +94,12 @@ def installed(tmp_path_factory):
 def test_the_wheel_answers_every_exercise_without_the_repository(installed):
     python, tmp = installed
     out = subprocess.run(
-        [str(python), "-c", CHECK], capture_output=True, text=True, cwd=tmp, timeout=300
+        [str(python), "-c", CHECK],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        timeout=300,
+        env=CLEAN_ENV,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     from llminfer.exercises import exercises
@@ -109,10 +115,16 @@ def test_the_wheel_ships_its_data_and_runs_the_command_line(installed):
         "from llminfer import get_gpu, get_model; print(get_model('llama-3.1-8b').n_layers,"
         " get_gpu('h100-sxm').name)"
     )
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=tmp)
+    out = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, cwd=tmp, env=CLEAN_ENV
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[0] == "32"
     cli = subprocess.run(
-        [str(python), "-m", "llminfer", "--help"], capture_output=True, text=True, cwd=tmp
+        [str(python), "-m", "llminfer", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env=CLEAN_ENV,
     )
     assert cli.returncode == 0 and "metrics" in cli.stdout, cli.stderr[-2000:]

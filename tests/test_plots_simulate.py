@@ -80,3 +80,7 @@ def test_technique_plots_carry_their_tables():
     pd_table = T.disaggregation_table(LLAMA8, H100, [512, 4096])
     bars = disaggregation_bars(pd_table).axes[0].patches
     assert len(bars) == 2 * 3  # prefill + NVLink + PCIe for each prompt length
+    # pull (the default): the whole copy is what TTFT sees, one bar per link
+    assert [b.get_height() for b in bars[2:4]] == list(pd_table.exposed_s[::2] * 1e3)
+    lw = T.disaggregation_table(LLAMA8, H100, [512, 4096], transfer="layerwise")
+    assert len(disaggregation_bars(lw).axes[0].patches) == 2 * 5  # + dashed whole copies

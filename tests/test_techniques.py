@@ -166,7 +166,7 @@ def test_quantization_table():
     embed = 2 * 128_256 * 4096
     assert T.embedding_params(LLAMA8) == embed
     body = LLAMA8.n_params - embed
-    assert table.loc["int4", "weight_bytes"] == weight_bytes(body, "int4") + 2 * embed
+    assert table.loc["int4", "weight_bytes"] == weight_bytes(body, "int4", 128) + 2 * embed
     assert round(table.loc["int4", "weight_bytes"] / 1e9, 1) == 5.7
     assert table.loc["int4", "bits_per_weight"] > 4 + 16 / 128  # no longer 4.125
     assert T.quantized_weight_bytes(LLAMA8, "bf16") == weight_bytes(LLAMA8, "bf16")
@@ -185,6 +185,38 @@ def test_quantization_table():
     bf16 = plan_memory(LLAMA8, H100, weight_dtype="bf16").capacity_tokens
     int4 = plan_memory(LLAMA8, H100, weight_dtype="int4").capacity_tokens
     assert freed["int4"] < int4 - bf16  # the 16-bit embeddings keep some of the room
+
+
+def test_fp8_checkpoints_carry_per_channel_not_group_128_scales():
+    # FP8 checkpoints in vLLM use per-tensor or per-channel weight scales (or 128 x 128 block
+    # scales for DeepSeek-style block FP8); group-128 scales are the INT4 GPTQ/AWQ layout.
+    assert T.DEFAULT_SCALES == {"fp8": "channel", "int8": "channel", "int4": "group128"}
+    embed = 2 * 128_256 * 4096  # 1,050,673,152 parameters, kept 16 bit
+    body = LLAMA8.n_params - embed
+    assert body == 6_979_588_096 and body % 4096 == 0
+    # per channel: one 2-byte scale per 4,096 weights = 1,704,001 scales = 3,408,002 bytes
+    fp8 = body + 1_704_001 * 2 + 2 * embed
+    assert T.quantized_weight_bytes(LLAMA8, "fp8") == fp8 == 9_084_342_402
+    assert T.quantized_weight_bytes(LLAMA8, "fp8", scales="channel") == fp8
+    # per tensor: nothing worth counting; block 128 x 128: 4 bytes (FP32) per 16,384 weights
+    assert T.quantized_weight_bytes(LLAMA8, "fp8", "tensor") == body + 2 * embed
+    blocks = math.ceil(body / 16384)
+    assert T.quantized_weight_bytes(LLAMA8, "fp8", "block128") == body + 4 * blocks + 2 * embed
+    # group 128 (INT4): 2 bytes per 128 weights, 0.125 bit per weight
+    int4 = body / 2 + math.ceil(body / 128) * 2 + 2 * embed
+    assert T.quantized_weight_bytes(LLAMA8, "int4") == int4
+    table = T.quantization_table(LLAMA8, H100).set_index("dtype")
+    assert table.loc["fp8", "scales"] == "channel" and table.loc["int4", "scales"] == "group128"
+    assert round(table.loc["fp8", "bits_per_weight"], 2) == 9.05  # 9.16 with group-128 scales
+    assert table.loc["fp8", "weight_bytes"] == fp8
+    # the per-format layout can be overridden
+    grouped = T.quantization_table(LLAMA8, H100, dtypes=("fp8",), scales={"fp8": "group128"})
+    assert grouped.weight_bytes.iloc[0] == body + math.ceil(body / 128) * 2 + 2 * embed
+    with pytest.raises(ValueError, match="scales='group64'"):
+        T.quantized_weight_bytes(LLAMA8, "fp8", "group64")
+    with pytest.raises(ValueError, match="dtype='fp4'"):
+        T.quantized_weight_bytes(LLAMA8, "fp4")
+    assert T.quantized_weight_bytes(LLAMA8, "fp4", "group128") < int4 + 1
 
 
 def test_decode_floor_does_not_stream_the_input_embedding_table():
@@ -262,14 +294,40 @@ def test_links_required():
     assert math.isfinite(T.kv_transfer_seconds(LLAMA8, 10, 1e9))
 
 
-def test_kv_transfer_overlaps_the_prefill_layer_by_layer():
+def test_pull_transfer_exposes_the_whole_copy_by_hand():
+    # vLLM's NixlConnector (0.33.0 nixl/pull_scheduler.py: "It will be read from D upon
+    # completion") reads the blocks after the prefill has finished: nothing overlaps.
+    # 32,768 tokens x 128 KiB = 4 GiB = 4,294,967,296 B over 100 Gb/s Ethernet (12.5e9 B/s):
+    # 0.34359738368 s, all of it in TTFT.
+    copy = 32768 * 131072 / 12.5e9
+    assert copy == pytest.approx(0.34359738368)
+    assert T.kv_transfer_seconds(LLAMA8, 32768, 12.5e9) == pytest.approx(copy)
+    assert T.exposed_transfer_seconds(copy, 1.44, 32) == copy  # the default is "pull"
+    assert T.exposed_transfer_seconds(copy, 1.44, 32, transfer="pull") == copy
+    # layer-wise push over 32 layers: only the last layer's share, 0.3436 / 32 = 10.737 ms
+    layerwise = T.exposed_transfer_seconds(copy, 1.44, 32, transfer="layerwise")
+    assert layerwise == pytest.approx(0.010737418240)
+    table = T.disaggregation_table(LLAMA8, H100, [32768], links=T.KV_LINKS).set_index("link")
+    eth = table.loc["100 Gb/s Ethernet"]
+    assert eth.transfer == "pull" and eth.exposed_s == eth.transfer_s == pytest.approx(copy)
+    lw = T.disaggregation_table(LLAMA8, H100, [32768], links=T.KV_LINKS, transfer="layerwise")
+    assert lw.set_index("link").loc["100 Gb/s Ethernet", "exposed_s"] == pytest.approx(layerwise)
+    assert T.TRANSFER_MODES == ("pull", "layerwise")
+    with pytest.raises(ValueError, match="transfer='push'"):
+        T.exposed_transfer_seconds(copy, 1.0, 32, transfer="push")
+    with pytest.raises(ValueError, match="transfer="):
+        T.disaggregation_table(LLAMA8, H100, [512], transfer="layer")
+
+
+def test_layerwise_transfer_overlaps_the_prefill_by_hand():
     # 32 layers; a link faster than the prefill leaves only the last layer's share exposed
-    assert T.exposed_transfer_seconds(0.32, 1.0, 32) == pytest.approx(0.01)
+    lw = "layerwise"
+    assert T.exposed_transfer_seconds(0.32, 1.0, 32, lw) == pytest.approx(0.01)
     # a slow link: the copy is the bottleneck from the first layer on
-    assert T.exposed_transfer_seconds(3.2, 1.0, 32) == pytest.approx(3.2 - 1.0 + 1.0 / 32)
-    # one layer: nothing overlaps
-    assert T.exposed_transfer_seconds(0.5, 1.0, 1) == 0.5
-    table = T.disaggregation_table(LLAMA8, H100, [4096, 32768], links=T.KV_LINKS)
+    assert T.exposed_transfer_seconds(3.2, 1.0, 32, lw) == pytest.approx(3.2 - 1.0 + 1.0 / 32)
+    # one layer: nothing overlaps, as with pull
+    assert T.exposed_transfer_seconds(0.5, 1.0, 1, lw) == 0.5
+    table = T.disaggregation_table(LLAMA8, H100, [4096, 32768], links=T.KV_LINKS, transfer=lw)
     assert (table.exposed_s <= table.transfer_s + 1e-15).all()
     assert (table.exposed_s >= table.transfer_s / LLAMA8.n_layers - 1e-15).all()
     assert set(table.link) == set(T.KV_LINKS)
@@ -278,6 +336,10 @@ def test_kv_transfer_overlaps_the_prefill_layer_by_layer():
     assert T.KV_LINKS["100 Gb/s Ethernet"] == 100e9 / 8
     with pytest.raises(ValueError, match="n_layers"):
         T.exposed_transfer_seconds(1.0, 1.0, 0)
+    with pytest.raises(ValueError, match="prefill_s"):
+        T.exposed_transfer_seconds(1.0, -1.0, 32)
+    with pytest.raises(ValueError, match="transfer_s"):
+        T.exposed_transfer_seconds(math.nan, 1.0, 32)
 
 
 def test_disaggregation_removes_prefill_from_the_decode_gpu():
@@ -292,10 +354,18 @@ def test_disaggregation_removes_prefill_from_the_decode_gpu():
     )
     table = T.compare_with_disaggregation(workload, LLAMA8, H100)
     v1, v0 = table.loc["colocated, V1 chunked prefill"], table.loc["colocated, V0"]
-    pd_ = table.loc["disaggregated, 1 prefill + 1 decode GPU"]
+    pd_ = table.loc["disaggregated, KV pulled after prefill"]
     # no prompt ever shares a step with the decode GPU's streams: the smoothest ITL
     assert pd_["itl_s_p99"] < v1["itl_s_p99"] < v0["itl_s_p99"]
     assert (table["gpus"] == 2).all()
+    # pulling the whole cache after the prefill (vLLM NixlConnector) costs TTFT more than
+    # pushing it layer by layer; the decode side is the same
+    lw = T.compare_with_disaggregation(
+        workload, LLAMA8, H100, colocated={}, transfer="layerwise"
+    ).loc["disaggregated, KV pushed per layer"]
+    assert lw["ttft_s_p50"] < pd_["ttft_s_p50"] and lw["itl_s_p99"] == pd_["itl_s_p99"]
+    with pytest.raises(ValueError, match="transfer="):
+        T.compare_with_disaggregation(workload, LLAMA8, H100, transfer="eager")
     with pytest.raises(ValueError, match="open loop"):
         T.compare_with_disaggregation(Workload(10, concurrency=2), LLAMA8, H100)
 
@@ -312,3 +382,25 @@ def test_speculation_stops_paying_at_large_batch():
     assert table["verify_over_decode"].is_monotonic_increasing
     assert table.loc[1024, "verify_over_decode"] <= 5 + 1e-9  # at most gamma + 1 decode steps
     assert table.loc[1024, "speedup"] < 1  # slower than not speculating
+
+
+def test_every_timed_technique_takes_the_engine_profile():
+    # profile= reaches the step timer: each table's times are the named engine's step times
+    from llminfer.cost.roofline import attended_pairs
+    from llminfer.cost.steptime import step_timer
+
+    pytorch = step_timer(LLAMA8, H100, profile="pytorch")
+    vllm = step_timer(LLAMA8, H100)  # the default profile, "vllm"
+    table = T.disaggregation_table(LLAMA8, H100, [4096], profile="pytorch")
+    assert table.prefill_s.iloc[0] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
+    assert T.disaggregation_table(LLAMA8, H100, [4096]).prefill_s.iloc[0] == vllm(
+        4096, attended_pairs(4096, 0), 0, 0
+    )
+    spec = T.speculative_batch_table(LLAMA8, H100, 0.6, 4, (8,), 4096, profile="pytorch")
+    assert spec.decode_s.iloc[0] == pytorch(0, 0, 8, 8 * 4096)
+    ttft = T.prefix_cache_ttft(LLAMA8, H100, 4096, 3000, 0.5, profile="pytorch")
+    assert ttft["miss_s"] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
+    tp = T.tensor_parallel_table(LLAMA8, H100, (1,), profile="pytorch").iloc[0]
+    assert tp.memory_s == pytorch.breakdown(0, 0, 1, 1024)[1]
+    with pytest.raises(ValueError, match="profile='sglang'"):
+        T.disaggregation_table(LLAMA8, H100, [512], profile="sglang")

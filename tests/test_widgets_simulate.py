@@ -85,3 +85,12 @@ def test_technique_explorers_follow_their_controls():
     assert d.result.prompt_tokens.max() == 32768
     d.controls["model"].value = "falcon-7b"  # 2,048-token context
     assert d.result.prompt_tokens.max() == 2048
+    # the transfer mode: pull (vLLM NixlConnector, the default) exposes the whole copy,
+    # layer-wise push about 1/L of it
+    d.controls["model"].value = "llama-3.1-8b"
+    assert d.controls["transfer"].value == "pull"
+    assert (d.result.exposed_s == d.result.transfer_s).all()
+    assert {"400 Gb/s InfiniBand", "100 Gb/s Ethernet", "NVLink (same node)"} <= set(d.result.link)
+    d.controls["transfer"].value = "layerwise"
+    assert (d.result.exposed_s < d.result.transfer_s).all()
+    assert "per layer" in d.describe(d.result)

@@ -61,13 +61,15 @@ def kv_splits(seqs: int, kv_heads: int, context_tokens, sm_count: int, max_split
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
-    blocks = seqs * kv_heads
+    array = isinstance(context_tokens, np.ndarray)
     if not seqs or not max_splits or max_splits <= 1:
-        return np.ones_like(context_tokens) if isinstance(context_tokens, np.ndarray) else 1
-    wave = wave_splits(int(blocks), int(sm_count), int(max_splits))
-    kv_blocks = np.ceil(np.asarray(context_tokens, dtype=float) / seqs / SPLIT_BLOCK_TOKENS)
-    splits = np.where(kv_blocks <= MIN_SPLIT_BLOCKS, 1, np.minimum(wave, kv_blocks))
-    return splits if isinstance(context_tokens, np.ndarray) else int(splits)
+        return np.ones_like(context_tokens) if array else 1
+    wave = wave_splits(int(seqs * kv_heads), int(sm_count), int(max_splits))
+    if not array:  # the simulator's hot path: plain Python arithmetic, no numpy scalars
+        kv_blocks = math.ceil(context_tokens / seqs / SPLIT_BLOCK_TOKENS)
+        return 1 if kv_blocks <= MIN_SPLIT_BLOCKS else min(wave, kv_blocks)
+    kv_blocks = np.ceil(context_tokens.astype(float) / seqs / SPLIT_BLOCK_TOKENS)
+    return np.where(kv_blocks <= MIN_SPLIT_BLOCKS, 1, np.minimum(wave, kv_blocks))
 
 
 def bandwidth_share(seqs: int, kv_heads: int, context_tokens, sm_count, sm):
@@ -86,5 +88,7 @@ def bandwidth_share(seqs: int, kv_heads: int, context_tokens, sm_count, sm):
         return np.minimum(1.0, kv_heads * (seqs + context_tokens / sm.kv_split_tokens) / saturating)
     if sm.max_kv_splits:
         splits = kv_splits(seqs, kv_heads, context_tokens, sm_count, sm.max_kv_splits)
-        return np.minimum(1.0, blocks * splits / saturating)
+        if isinstance(splits, np.ndarray):
+            return np.minimum(1.0, blocks * splits / saturating)
+        return min(1.0, blocks * splits / saturating)
     return min(1.0, blocks / saturating)

@@ -9,6 +9,7 @@ from llminfer.exercises.datasets import dataset_path
 from llminfer.logs.definitions import compare_definitions
 from llminfer.logs.reading import read_requests
 from llminfer.logs.summary import summarize
+from llminfer.logs.window import since_first_start
 from llminfer.sim.loadsweep import best_load, sweep
 from llminfer.sim.simulate import EngineConfig, simulate
 from llminfer.sim.workload import LogNormal, Workload
@@ -24,12 +25,13 @@ RATES = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32, 64)
 
 
 def load_test() -> Workload:
-    """Notebook 03's load test: 800 requests, lognormal prompts ≈ 800 and outputs ≈ 200 tokens.
+    """Notebook 03's load test: 2,000 requests, lognormal prompts ≈ 800 and outputs ≈ 200
+    tokens (enough that, up to 64 requests/s, the arrival window outlasts filling the batch).
 
     Introduced in: notebooks/03_metrics.ipynb
     """
     return Workload(
-        800,
+        2000,
         rate=1,
         prompt_tokens=LogNormal(800, 0.8, high=8000),
         output_tokens=LogNormal(200, 0.8, high=2000),
@@ -38,12 +40,41 @@ def load_test() -> Workload:
 
 @cache
 def load_sweep() -> pd.DataFrame:
-    """Notebook 03's sweep: ``load_test`` at ``RATES`` on Llama-3.1-8B, one H100, ``V0_ENGINE``.
+    """Notebook 03's sweep: ``load_test`` at ``RATES`` on Llama-3.1-8B, one H100, ``V0_ENGINE``,
+    the default engine profile, every figure over each run's arrival window.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
     model, gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
-    return sweep(load_test(), model, gpu, rates=RATES, engine=V0_ENGINE, percentiles=(50, 90, 99))
+    return sweep(
+        load_test(),
+        model,
+        gpu,
+        rates=RATES,
+        engine=V0_ENGINE,
+        percentiles=(50, 90, 99),
+        window="arrivals",
+    )
+
+
+@cache
+def run_at(rate: float):
+    """Notebook 03's load test served at ``rate`` requests/s (a ``SimResult``), as the sweep.
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    workload = load_test()
+    return simulate(
+        Workload(
+            workload.n_requests,
+            rate=rate,
+            prompt_tokens=workload.prompt_tokens,
+            output_tokens=workload.output_tokens,
+        ),
+        get_model("llama-3.1-8b"),
+        get_gpu("h100-sxm"),
+        engine=V0_ENGINE,
+    )
 
 
 def _demo(n: int) -> pd.DataFrame:
@@ -66,8 +97,8 @@ def _llmperf_itl_120() -> float:
 def _late_p90_ttft() -> float:
     # the notebooks' dataset (data/requests_realistic.csv), shipped with the package
     big = read_requests(dataset_path("requests_realistic.csv"))
-    since = big.requests["start_ts"] - big.requests["start_ts"].min()
-    return summarize(big.requests[since >= 480]).to_dict()["ttft_s_p90"]
+    late = summarize(big, window=since_first_start(big, 480, 600))
+    return late.to_dict()["ttft_s_p90"]
 
 
 def _one_token_counts() -> str:
@@ -77,21 +108,7 @@ def _one_token_counts() -> str:
 
 
 def _prefill_share_at_32() -> float:
-    workload = load_test()
-    result = simulate(
-        Workload(
-            workload.n_requests,
-            rate=32,
-            prompt_tokens=workload.prompt_tokens,
-            output_tokens=workload.output_tokens,
-        ),
-        get_model("llama-3.1-8b"),
-        get_gpu("h100-sxm"),
-        engine=V0_ENGINE,
-    )
-    steps = result.steps
-    prefill = steps["prefill_tokens"] > 0
-    return 100 * steps.loc[prefill, "duration_s"].sum() / steps["duration_s"].sum()
+    return 100 * float(run_at(32).phases().loc["arrivals", "prefill_time_share"])
 
 
 def _best_rate_ttft_025() -> float:
@@ -113,12 +130,13 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "03.2",
-        "In the last two minutes of the realistic log, what is p90 TTFT, in s (the tightest "
-        "TTFT-only target that 90 % of those requests meet)?",
+        "In the last two minutes of the realistic log (the requests completed in [480 s, "
+        "600 s)), what is p90 TTFT, in s (the tightest TTFT-only target that 90 % of those "
+        "requests meet)?",
         _late_p90_ttft,
         unit="s",
         rel_tol=0.02,
-        hint="summarize(...).to_dict()['ttft_s_p90'] or numpy's percentile.",
+        hint="summarize(big, window=since_first_start(big, 480, 600)).to_dict()['ttft_s_p90'].",
     ),
     Exercise(
         "03.3",
@@ -130,12 +148,12 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "03.4",
-        "At 32 requests/s in the simulated V0 engine, what percentage of the GPU's step time is "
-        "spent in steps that prefill?",
+        "At 32 requests/s in the simulated V0 engine, while requests still arrive (the arrival "
+        "window), what percentage of the GPU's step time is spent in steps that prefill?",
         _prefill_share_at_32,
         unit="%",
         rel_tol=0.03,
-        hint="result.steps: sum duration_s where prefill_tokens > 0, over the total.",
+        hint="run.phases().loc['arrivals', 'prefill_time_share'] (a fraction), times 100.",
     ),
     Exercise(
         "03.5",

@@ -77,6 +77,10 @@ class LogSource:
     rates instead of first start → last end; None when the tool gave none. ``starts_known``:
     False when the export holds no request start times (every ``start_ts`` is then 0): latencies
     are exact, but arrivals, load over time and queueing can't be told.
+    ``window``: ``(t0, t1)`` seconds when the log is a time window of a longer one
+    (``llminfer.logs.window.window_log``; then ``window_s = t1 − t0``), and
+    ``window_output_tokens`` the output tokens emitted inside it (from ``token_ts``; None
+    without them: the completed requests' tokens count).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -86,6 +90,8 @@ class LogSource:
     assumptions: tuple[str, ...] = ()
     window_s: float | None = None
     starts_known: bool = True
+    window: tuple[float, float] | None = None
+    window_output_tokens: float | None = None
 
     def __str__(self) -> str:
         where = f" from {self.path}" if self.path else ""

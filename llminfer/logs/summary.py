@@ -1,6 +1,7 @@
 """Chapters 3 and 6: a request log summarised — counts, window, TPS, RPS, goodput and latency
 percentiles — over a window from the first request's start to the last request's end (or the
-tool's own duration where the export states one).
+tool's own duration where the export states one, or a time window ``window=(t0, t1)`` of the
+log: the requests completed inside it over ``t1 − t0`` seconds, ``llminfer.logs.window``).
 
 Output/input/total tokens per second and requests per second count successful requests;
 latency statistics use successful requests only; failed requests are counted in
@@ -30,6 +31,7 @@ from llminfer.logs.metrics import (
 )
 from llminfer.logs.quantiles import select_percentiles
 from llminfer.logs.schema import RequestLog
+from llminfer.logs.window import COMPLETED, EMITTED, check_window, window_log
 
 SLO_KEYS = LATENCY_METRICS
 
@@ -112,8 +114,11 @@ class Summary:
     #: ITL over real chunk gaps (``itl_s_mean``, ``itl_s_p50``, ``itl_s_p99``, ``itl_s_max``,
     #: ``n_stalls``) when the log has ``token_ts``; empty otherwise.
     itl: dict[str, float] = field(default_factory=dict)
-    #: Where the rates' window came from: ``"log"`` (first start → last end) or ``"tool"``.
+    #: Where the rates' window came from: ``"log"`` (first start → last end), ``"tool"`` (the
+    #: export's duration) or a time window (``llminfer.logs.window.EMITTED`` / ``COMPLETED``).
     window_from: str = "log"
+    #: The time window ``(t0, t1)`` (s, the log's clock) when one was given; else None.
+    window_range: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, float]:
         """Flat dict: ``n_requests … good_fraction`` and ``<metric>_<stat>`` for TTFT, TPOT, E2E.
@@ -146,7 +151,12 @@ class Summary:
         return self.table.astype({"count": "int64"})
 
     def _headline(self) -> list[tuple[str, str]]:
-        where = "first start → last end" if self.window_from == "log" else "the tool's duration"
+        where = {"log": "first start → last end", "tool": "the tool's duration"}.get(
+            self.window_from,
+            f"[{self.window_range[0]:.3f}, {self.window_range[1]:.3f}) s, requests completed in it"
+            if self.window_range
+            else self.window_from,
+        )
         lines = [
             ("requests", f"{self.n_requests} ({self.n_failed} failed)"),
             ("window", f"{self.window_s:.3f} s ({where})"),
@@ -231,6 +241,7 @@ def summarize(
     percentiles: Sequence[float] = (50, 90, 95, 99),
     slo: dict[str, float] | None = None,
     by: str | None = None,
+    window: tuple[float, float] | None = None,
 ) -> Summary | GroupedSummary:
     """Summarise a log: counts, window, RPS, output/input/total TPS, goodput and percentiles.
 
@@ -241,7 +252,15 @@ def summarize(
     ``percentiles`` in percent (99.9 allowed); ``slo`` maps ``ttft_s``/``tpot_s``/``e2e_s`` to
     targets in seconds: goodput = successful requests meeting every target / window (s), good
     fraction = those requests / all requests (failed ones included). Window = first start →
-    last end over all loaded requests. Vectorised.
+    last end over all loaded requests (or the tool's duration when the export gives one).
+
+    ``window=(t0, t1)`` (seconds on the log's clock, t0 < t1; ValueError otherwise) summarises
+    a time slice over its own length instead: the requests that *completed* inside
+    ``[t0, t1)`` count, for the rates and the percentiles alike, over ``t1 − t0`` s; output
+    tokens are those emitted inside the window when the log has ``token_ts``, else the
+    completed requests' (``llminfer.logs.window``, which also gives ``window_log``, the slice
+    as a ``RequestLog`` for widgets and plots). Filtering rows on ``start_ts`` and summarising
+    them instead stretches the window to whenever the slowest of them ended. Vectorised.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -249,7 +268,9 @@ def summarize(
     slo = _check_slo(slo)
     log = _as_log(log)
     if by is not None:
-        return summarize_by(log, by, percentiles, slo)
+        return summarize_by(log, by, percentiles, slo, window=window)
+    if window is not None:
+        log = window_log(log, *check_window(window))
     requests = log.requests
     if {"scheduled_ts", "token_ts"} & set(requests.columns):
         frame = request_metrics(log)
@@ -263,7 +284,12 @@ def summarize(
     n_requests, n_ok = len(requests), int(ok.sum())
 
     window_from = "log"
-    if log.source.window_s is not None:  # the tool's own duration (vLLM, SGLang, llmperf)
+    window_tokens = None
+    if log.source.window is not None:  # a time window of a longer log (window_log)
+        t0, t1 = log.source.window
+        window, window_tokens = t1 - t0, log.source.window_output_tokens
+        window_from = EMITTED if window_tokens is not None else COMPLETED
+    elif log.source.window_s is not None:  # the tool's own duration (vLLM, SGLang, llmperf)
         window, window_from = float(log.source.window_s), "tool"
     elif n_requests and np.isfinite(end).any() and log.source.starts_known:
         window = float(np.nanmax(end) - np.nanmin(start))
@@ -271,6 +297,8 @@ def summarize(
         window = float("nan")
 
     output_tokens = float(requests["output_tokens"].to_numpy().sum(where=ok))
+    if window_tokens is not None:
+        output_tokens = float(window_tokens)
     input_tokens = float(requests["input_tokens"].to_numpy().sum(where=ok))
     good = None
     if slo is not None:
@@ -321,6 +349,7 @@ def summarize(
         slo=slo,
         itl=itl,
         window_from=window_from,
+        window_range=log.source.window,
     )
 
 
@@ -329,11 +358,13 @@ def summarize_by(
     by: str = "source",
     percentiles: Sequence[float] = (50, 90, 95, 99),
     slo: dict[str, float] | None = None,
+    window: tuple[float, float] | None = None,
 ) -> GroupedSummary:
     """``summarize`` per value of column ``by`` (default ``source``) and for the whole log.
 
     Raises ValueError when the log has no column ``by``. Seconds and per-second rates; each
-    group's window is its own first start → last end.
+    group's window is its own first start → last end, or with ``window=(t0, t1)`` that same
+    time window for every group (``summarize``'s rule).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -343,7 +374,7 @@ def summarize_by(
             f"by={by!r} is not a column of the log (columns: {columns}); read a directory or "
             "a glob of files to get 'source'"
         )
-    total = summarize(log, percentiles=percentiles, slo=slo)
+    total = summarize(log, percentiles=percentiles, slo=slo, window=window)
     groups: dict[str, object] = {}
     column = log.requests[by]
     values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else None
@@ -354,7 +385,7 @@ def summarize_by(
         part = log.requests[codes == value].reset_index(drop=True)
         if len(part):
             groups[str(value)] = summarize(
-                RequestLog(part, source=log.source), percentiles=percentiles, slo=slo
+                RequestLog(part, source=log.source), percentiles=percentiles, slo=slo, window=window
             )
     rows = {name: headline_row(s) for name, s in groups.items()}
     rows["total"] = headline_row(total)

@@ -5,8 +5,28 @@ A colocated vLLM-V0-style engine stalls every decoding stream for a whole prefil
 chunked prefill shrinks the stall to a share of one token budget per step; a disaggregated
 deployment (DistServe, Splitwise; vLLM's and SGLang's P/D modes) removes prefills from the
 decode GPUs altogether, at the price of moving each prompt's KV cache over a link and of sizing
-two pools of GPUs. The KV transfer is layer by layer: layer k's cache can travel while layer
-k + 1 is still being prefilled, so only part of the transfer adds to TTFT.
+two pools of GPUs.
+
+When the KV cache travels decides how much of the copy TTFT sees (``TRANSFER_MODES``):
+
+- ``"pull"`` (the default here, because it is what stock vLLM does with its usual connector):
+  vLLM's ``NixlConnector`` (an alias of ``NixlPullConnector`` in vLLM 0.33.0,
+  ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py``) keeps the prefilled
+  request's blocks alive when it *finishes* on the prefill instance ("It will be read from D
+  upon completion", ``pull_scheduler.py``); the decode instance then issues NIXL READs for the
+  whole prompt's blocks (``start_load_kv``). Request-level, after the prefill: the whole copy
+  adds to TTFT. (``NixlPushConnector`` and ``MooncakeConnector`` write instead, but also only
+  after the request finished, so they expose the whole copy too.)
+- ``"layerwise"``: layer k's cache leaves while layer k + 1 is still being prefilled, so with
+  a fast link only the last layer's share adds to TTFT. A non-default option: vLLM's connector
+  API has the per-layer hooks (``save_kv_layer``, "useful for layer-by-layer pipelining",
+  ``kv_connector/v1/base.py``), used by ``P2pNcclConnector`` (vLLM 0.11.0), ``MoRIIOConnector``
+  in WRITE mode (0.33.0) and LMCache with ``use_layerwise``.
+- SGLang (0.5.23 ``srt/disaggregation/prefill.py``) sends a chunk's KV after that chunk's
+  forward pass: chunk-granular, between the two modes; not modelled separately.
+
+vLLM itself has no default connector (``KVTransferConfig.kv_connector = None``, 0.33.0
+``vllm/config/kv_transfer.py``): disaggregation is opt-in.
 """
 
 from __future__ import annotations
@@ -21,8 +41,12 @@ import pandas as pd
 from llminfer.cost.memory import kv_cache_bytes
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
+from llminfer.logs.summary import summarize
+from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
+from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 
 #: Per-GPU link speeds (bytes/s per direction) a KV transfer may use, with sources:
 #: NVLink 4 of an H100/H200 SXM (900 GB/s bidirectional); PCIe Gen5 x16 (64 GB/s per
@@ -66,23 +90,52 @@ def kv_transfer_seconds(
     return kv_cache_bytes(model, prompt_tokens, kv_dtype, tp=n_gpus) / link_bandwidth
 
 
-def exposed_transfer_seconds(transfer_s: float, prefill_s: float, n_layers: int) -> float:
-    """The part of a KV transfer that TTFT sees when it overlaps the prefill layer by layer.
+#: How a KV transfer is scheduled against the prefill (see the module docstring): ``"pull"``,
+#: the decode side reads the whole cache after the prefill finished (vLLM's NixlConnector,
+#: the default here); ``"layerwise"``, each layer's cache is pushed as soon as that layer is
+#: prefilled (P2pNccl, MoRIIO WRITE, LMCache layer-wise).
+TRANSFER_MODES = ("pull", "layerwise")
 
-    Layer k's cache (1/L of it) can leave once layer k is prefilled (after k/L of the prefill).
-    With the link faster than the prefill (transfer ≤ prefill) the copy trails the compute and
-    only the last layer's share shows: ``transfer / L``; with a slow link the copy is the
-    bottleneck from the first layer on: ``transfer − prefill + prefill / L``. Both are
-    ``max(transfer / L, transfer − prefill × (L − 1) / L)`` seconds; without overlap it would be
-    the whole ``transfer``.
+
+#: The row ``compare_with_disaggregation`` gives the disaggregated deployment, per mode.
+DISAGGREGATED_LABELS = {
+    "pull": "disaggregated, KV pulled after prefill",
+    "layerwise": "disaggregated, KV pushed per layer",
+}
+
+
+def _check_transfer(transfer: object) -> str:
+    if transfer not in TRANSFER_MODES:
+        raise ValueError(f"transfer={transfer!r} must be one of {', '.join(TRANSFER_MODES)}")
+    return str(transfer)
+
+
+def exposed_transfer_seconds(
+    transfer_s: float, prefill_s: float, n_layers: int, transfer: str = "pull"
+) -> float:
+    """Seconds of a KV transfer that TTFT sees, for a transfer of ``transfer_s`` seconds after
+    (or during) a prefill of ``prefill_s`` seconds over ``n_layers`` layers.
+
+    - ``transfer="pull"`` (vLLM's NixlConnector: the decode instance reads the blocks once the
+      prefill request has finished): nothing overlaps, the whole ``transfer_s`` is exposed.
+    - ``transfer="layerwise"`` (push each layer when it is done): layer k's cache (1/L of it)
+      can leave once layer k is prefilled, after k/L of the prefill. With the link faster than
+      the prefill (transfer ≤ prefill) the copy trails the compute and only the last layer's
+      share shows, ``transfer / L``; with a slow link the copy is the bottleneck from the first
+      layer on, ``transfer − prefill + prefill / L``. Both are
+      ``max(transfer / L, transfer − prefill × (L − 1) / L)`` seconds.
+
+    Example: a 32,768-token Llama-3.1-8B prompt (4 GiB) over 100 Gb/s Ethernet (12.5 GB/s)
+    takes 0.344 s: pull exposes 0.344 s, layer-wise over 32 layers 0.344 / 32 = 10.7 ms.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    if not n_layers >= 1:
-        raise ValueError(f"n_layers={n_layers!r} must be >= 1")
-    for name, value in (("transfer_s", transfer_s), ("prefill_s", prefill_s)):
-        if not 0 <= value < math.inf:
-            raise ValueError(f"{name}={value!r} must be a finite number of seconds >= 0")
+    transfer = _check_transfer(transfer)
+    n_layers = check_int("n_layers", n_layers, 1)
+    transfer_s = check_number("transfer_s", transfer_s)
+    prefill_s = check_number("prefill_s", prefill_s)
+    if transfer == "pull":
+        return float(transfer_s)
     return max(transfer_s / n_layers, transfer_s - prefill_s * (n_layers - 1) / n_layers)
 
 
@@ -94,6 +147,8 @@ def disaggregation_table(
     n_gpus: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    transfer: str = "pull",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """KV transfer time against prefill time, per prompt length and link.
 
@@ -103,9 +158,12 @@ def disaggregation_table(
     ``links`` maps a name to bytes/s per direction: by default the GPU's own NVLink and PCIe,
     which only reach a decode GPU in the same node; ``KV_LINKS`` adds the network links a
     prefill node and a decode node are joined by. Columns:
-    prompt_tokens, link, link_bytes_per_s, kv_bytes, transfer_s (whole copy), exposed_s (what
-    TTFT sees with the layer-by-layer overlap, ``exposed_transfer_seconds``), prefill_s,
-    transfer_over_prefill (below 1: the copy is quicker than the prefill stall it removes).
+    prompt_tokens, link, link_bytes_per_s, kv_bytes, transfer_s (whole copy), transfer (the
+    mode), exposed_s (what TTFT sees in that mode, ``exposed_transfer_seconds``: all of
+    transfer_s for ``"pull"``, vLLM's NixlConnector; about 1/L of it for ``"layerwise"``),
+    prefill_s (one prefill-only step of the whole prompt, ``step_timer``'s realistic step model
+    of the engine ``profile``, default ``"vllm"``), transfer_over_prefill (below 1: the copy is
+    quicker than the prefill stall it removes).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -117,23 +175,25 @@ def disaggregation_table(
         }
     if not links:
         raise ValueError(f"links: {gpu.name} lists no link; pass links={{'name': bytes_per_s}}")
-    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    transfer = _check_transfer(transfer)
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype, profile=profile)
     rows = []
     for prompt in prompt_tokens:
         prefill = timer(prompt, attended_pairs(prompt, 0), 0, 0)
         kv = kv_cache_bytes(model, prompt, kv_dtype, tp=n_gpus)
         for name, bandwidth in links.items():
-            transfer = kv_transfer_seconds(model, prompt, bandwidth, kv_dtype, n_gpus)
+            copy = kv_transfer_seconds(model, prompt, bandwidth, kv_dtype, n_gpus)
             rows.append(
                 {
                     "prompt_tokens": prompt,
                     "link": name,
                     "link_bytes_per_s": float(bandwidth),
                     "kv_bytes": kv,
-                    "transfer_s": transfer,
-                    "exposed_s": exposed_transfer_seconds(transfer, prefill, model.n_layers),
+                    "transfer_s": copy,
+                    "transfer": transfer,
+                    "exposed_s": exposed_transfer_seconds(copy, prefill, model.n_layers, transfer),
                     "prefill_s": prefill,
-                    "transfer_over_prefill": transfer / prefill,
+                    "transfer_over_prefill": copy / prefill,
                 }
             )
     return pd.DataFrame(rows)
@@ -146,6 +206,8 @@ def compare_with_disaggregation(
     link_bandwidth: float = KV_LINKS["400 Gb/s InfiniBand"],
     colocated: dict | None = None,
     percentiles: Sequence[float] = (50, 99),
+    transfer: str = "pull",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Two GPUs serving ``workload``: colocated engines versus one prefill + one decode GPU.
 
@@ -154,17 +216,18 @@ def compare_with_disaggregation(
     request rate. The disaggregated row simulates a prefill GPU (every request with one output
     token, V0-style prefill-only steps: its TTFT) and a decode GPU that receives every request
     and pays nothing for prompts (decode steps only: its TPOT and ITL); TTFT adds the exposed
-    KV transfer over ``link_bandwidth`` (``exposed_transfer_seconds``). A model, not a
-    measurement: the decode GPU's arrivals are not delayed by the prefill pool, and routing and
-    the transfer's protocol cost are ignored. Columns: ttft/tpot/itl at ``percentiles`` (s),
-    output_tps (both GPUs), gpus.
+    KV transfer over ``link_bandwidth`` in mode ``transfer`` (``exposed_transfer_seconds``:
+    the whole copy for ``"pull"``, vLLM's NixlConnector, the default). A model, not a
+    measurement: the decode GPU's arrivals are not delayed by the prefill pool, and routing,
+    the transfer's protocol cost and the decode GPU's own first step are ignored. Percentiles
+    are over every request of the run (the whole run, drain included). Columns:
+    ttft/tpot/itl at ``percentiles`` (s), output_tps (both GPUs), gpus. Every GPU's steps are
+    timed as the engine ``profile`` runs them (default ``"vllm"``).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    from llminfer.logs.summary import summarize
-    from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
-
     link_bandwidth = _check_bandwidth(link_bandwidth)
+    transfer = _check_transfer(transfer)
     if workload.rate is None:
         raise ValueError("workload must be open loop (rate=...) to split it over two GPUs")
     # Without chunking every prompt must fit one step (vLLM V0 sets the budget to the context).
@@ -178,7 +241,7 @@ def compare_with_disaggregation(
     stats = [f"p{q:g}" for q in percentiles]
     rows = {}
     for label, engine in colocated.items():
-        result = simulate(half, model, gpu, engine)
+        result = simulate(half, model, gpu, engine, profile=profile)
         summary = summarize(result.log, percentiles=percentiles).to_dict()
         itl = _itl_percentiles(result, percentiles)
         rows[label] = {
@@ -195,28 +258,31 @@ def compare_with_disaggregation(
         max_num_seqs=256,
         max_num_batched_tokens=whole,
     )
-    prefill_run = simulate(replace(workload, output_tokens=1), model, gpu, prefill_engine)
+    prefill_run = simulate(
+        replace(workload, output_tokens=1), model, gpu, prefill_engine, profile=profile
+    )
     # The decode GPU: prompts arrive with their KV cache, so a prompt costs (almost) nothing.
-    timer = step_timer(model, gpu)
+    timer = step_timer(model, gpu, profile=profile)
 
     def decode_only(prefill, attended, seqs, context, cached=0):
         return timer(0, 0, seqs, context) if seqs else 1e-6
 
     decode_run = simulate(workload, model, gpu, EngineConfig(), step_time=decode_only)
     req = prefill_run.requests
-    transfer = np.array(
+    exposed = np.array(
         [
             exposed_transfer_seconds(
                 kv_transfer_seconds(model, int(p), link_bandwidth),
                 float(f - s),
                 model.n_layers,
+                transfer,
             )
             for p, f, s in zip(req.input_tokens, req.first_token_ts, req.scheduled_ts, strict=True)
         ]
     )
-    ttft = (req.first_token_ts - req.start_ts).to_numpy() + transfer
+    ttft = (req.first_token_ts - req.start_ts).to_numpy() + exposed
     decode_summary = summarize(decode_run.log, percentiles=percentiles).to_dict()
-    rows["disaggregated, 1 prefill + 1 decode GPU"] = {
+    rows[DISAGGREGATED_LABELS[transfer]] = {
         **{
             f"ttft_s_{s}": float(np.percentile(ttft, q))
             for s, q in zip(stats, percentiles, strict=True)
@@ -237,7 +303,9 @@ def _itl_percentiles(result, percentiles: Sequence[float]) -> dict[str, float]:
 
 
 __all__ = [
+    "DISAGGREGATED_LABELS",
     "KV_LINKS",
+    "TRANSFER_MODES",
     "compare_with_disaggregation",
     "disaggregation_table",
     "exposed_transfer_seconds",

@@ -98,13 +98,35 @@ def itl_stats(log) -> dict[str, float]:
     return {"itl_s_mean": row.mean_s, "itl_s_p50": row.p50_s, "itl_s_p99": row.p99_s}
 
 
-def _summary_row(result: SimResult, percentiles, slo=None) -> dict:
-    from llminfer.logs.summary import summarize
+#: What a sweep row summarises: the whole finite run, or only its arrival window.
+WINDOWS = ("run", "arrivals")
 
-    summary = summarize(result.log, percentiles=percentiles, slo=slo).to_dict()
+
+def _check_window(window: str) -> str:
+    if window not in WINDOWS:
+        raise ValueError(f"window={window!r} must be one of {', '.join(map(repr, WINDOWS))}")
+    return window
+
+
+def _summary_row(result: SimResult, percentiles, slo=None, window: str = "run") -> dict:
+    """One sweep row's figures: ``summarize`` of the whole run or of its arrival window, the
+    decode batch over the same steps, and how much of the run is drain."""
+    phases = result.phases()
+    if window == "arrivals":
+        summary = result.summary(window="arrivals", percentiles=percentiles, slo=slo).to_dict()
+        mean_batch = phases.loc["arrivals", "decode_batch_mean"]
+    else:
+        summary = result.summary(percentiles=percentiles, slo=slo).to_dict()
+        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
+        mean_batch = float(decode.mean()) if len(decode) else 0.0
     if "itl_s_p99" not in summary:  # summarize gains ITL keys with the importers' work
         summary.update(itl_stats(result.log))
-    return summary
+    return {
+        "mean_batch": float(mean_batch),
+        "drain_step_share": float(phases.loc["drain", "steps"] / len(result.steps)),
+        "prefill_time_share": float(phases.loc["arrivals", "prefill_time_share"]),
+        **summary,
+    }
 
 
 def _loads(rates, concurrencies) -> tuple[str, list]:
@@ -126,18 +148,30 @@ def sweep(
     engine: EngineConfig = EngineConfig(),
     percentiles: Sequence[float] = (50, 90, 99),
     slo: dict[str, float] | None = None,
+    window: str = "run",
     **simulate_kwargs,
 ) -> pd.DataFrame:
     """Simulate ``workload`` at each request rate (open loop) or concurrency (closed loop).
 
     One row per load: the load (``rate`` or ``concurrency`` column), ``preemptions``,
     ``mean_batch`` (sequences per decode step), every field of
-    ``llminfer.logs.summary.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...) and
-    ``itl_s_mean/p50/p99`` (``itl_stats``). The same
-    seed draws the same lengths at every load, so rows differ only in load.
+    ``llminfer.logs.summary.summarize(...).to_dict()`` (rps, output_tps, ttft_s_p99, ...),
+    ``itl_s_mean/p50/p99`` (``itl_stats``), ``drain_step_share`` (the share of the run's steps
+    that come after the last arrival) and ``prefill_time_share`` (the share of the arrival
+    window's step time spent in steps that prefill). The same seed draws the same lengths at
+    every load, so rows differ only in load.
+
+    ``window`` says what the figures describe. ``"run"`` (the default): the whole finite run,
+    first arrival → last end, drain included — what a benchmark tool reports for the run.
+    ``"arrivals"``: only the arrival window (``SimResult.phases``; the requests completed and
+    tokens emitted before the last arrival, the decode batch of the steps started then) — the
+    server under its offered load, the figures to quote as its steady state. Above capacity a
+    run spends most of its steps in the drain, where batches shrink and no prefill competes,
+    so the two differ widely there.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
+    _check_window(window)
     kind, values = _loads(rates, concurrencies)
     rows = []
     for value in values:
@@ -146,16 +180,8 @@ def sweep(
         else:
             point = replace(workload, rate=None, concurrency=value)
         result = simulate(point, model, gpu, engine, **simulate_kwargs)
-        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
-        summary = _summary_row(result, percentiles, slo)
-        rows.append(
-            {
-                kind: value,
-                "preemptions": result.preemptions,
-                "mean_batch": float(decode.mean()) if len(decode) else 0.0,
-                **summary,
-            }
-        )
+        summary = _summary_row(result, percentiles, slo, window)
+        rows.append({kind: value, "preemptions": result.preemptions, **summary})
     return pd.DataFrame(rows)
 
 
@@ -178,13 +204,13 @@ def compare_engines(
     rows = {}
     for label, engine in engines.items():
         result = simulate(workload, model, gpu, engine, **simulate_kwargs)
-        decode = result.steps.loc[result.steps.decode_seqs > 0, "decode_seqs"]
         requests = result.requests
+        row = _summary_row(result, percentiles)
         rows[label] = {
             "preemptions": result.preemptions,
-            "mean_batch": float(decode.mean()) if len(decode) else 0.0,
+            "mean_batch": row.pop("mean_batch"),
             "cached_share": requests.cached_prefix_tokens.sum() / requests.input_tokens.sum(),
-            **_summary_row(result, percentiles),
+            **row,
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -214,13 +240,17 @@ def max_goodput(
     concurrencies: Sequence[int] | None = None,
     percentile: float = 99,
     engine: EngineConfig = EngineConfig(),
+    window: str = "run",
     **simulate_kwargs,
 ) -> Goodput:
     """The highest load whose ``percentile`` of every SLO metric meets its target.
 
     ``slo`` maps ``ttft_s``, ``tpot_s`` or ``e2e_s`` to seconds, e.g. ``{"ttft_s": 0.5,
     "tpot_s": 0.05}`` with ``percentile=99`` asks for p99 TTFT ≤ 0.5 s and p99 TPOT ≤ 50 ms.
-    Loads are the given grid; the answer is the highest grid point that passes.
+    Loads are the given grid; the answer is the highest grid point that passes. ``window``
+    as in ``sweep``: ``"run"`` (default) judges each load on its whole finite run, drain
+    included (every request counts, as a benchmark run would); ``"arrivals"`` on the requests
+    completed while requests still arrive.
 
     Introduced in: notebooks/03_metrics.ipynb
     """
@@ -236,6 +266,7 @@ def max_goodput(
         engine=engine,
         percentiles=(50, percentile),
         slo=slo,
+        window=window,
         **simulate_kwargs,
     )
     table["meets_slo"] = meets_slo_table(table, slo, percentile)

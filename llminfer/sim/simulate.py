@@ -159,6 +159,11 @@ class SimResult:
       (queue length) and ``output_tokens`` (tokens the step produced).
     - ``preemptions``: total recompute preemptions; ``capacity_blocks``: KV blocks available.
 
+    A finite run is two servers in a row: the arrival window (first → last arrival, the offered
+    load) and the drain (the queue worked off, batches shrinking). ``phases()`` gives each its
+    own figures and ``summary(window="arrivals")`` summarises the first; ``summary()`` covers
+    the whole run, drain included.
+
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
@@ -180,11 +185,178 @@ class SimResult:
             self._log = read_requests(self.requests)
         return self._log
 
-    def summary(self, **kwargs):
-        """``llminfer.logs.summary.summarize`` of the log; keyword arguments pass through."""
-        from llminfer.logs.summary import summarize
+    def phase_bounds(self) -> dict[str, tuple[float, float]]:
+        """``{"arrivals": (first arrival, last arrival), "drain": (last arrival, end)}`` in
+        seconds of the run's clock; ``end`` is when the last step finishes.
 
-        return summarize(self.log, **kwargs)
+        A finite run has two phases. While requests still arrive the server sees the offered
+        load; after the last arrival it only works off what is queued and in flight, with ever
+        smaller batches, until the last request ends. Both windows are half-open,
+        ``[start, end)``, as ``summarize(window=…)`` takes them; the drain includes its end.
+
+        Introduced in: notebooks/03_metrics.ipynb
+        """
+        start = self.requests["start_ts"].to_numpy(dtype=float)
+        steps = self.steps
+        end = float((steps["time"] + steps["duration_s"]).max()) if len(steps) else start.max()
+        first, last = float(start.min()), float(start.max())
+        return {"arrivals": (first, last), "drain": (last, max(end, last))}
+
+    def phases(self, percentiles: tuple[float, ...] = (50, 99)) -> pd.DataFrame:
+        """The run split into its arrival window and its drain: one row each (``"arrivals"``,
+        ``"drain"``), the figures a steady-state reading needs, per phase.
+
+        A step belongs to the phase in which it *starts*; a token to the phase in which it is
+        *emitted* (``token_ts``); windows are ``[start, end)`` (``phase_bounds``), the drain's
+        end included. Columns (units in the name; shares are fractions 0–1):
+
+        - ``start_s``, ``end_s``, ``duration_s``; ``steps``, ``decode_steps`` (steps with at
+          least one decoding sequence), ``prefill_steps`` (steps that prefill any token);
+        - ``decode_batch_mean``: mean decoding sequences per decode step (the sweep's
+          ``mean_batch``); ``running_batch_mean``: mean sequences per step, all steps;
+          ``decode_only_step_s``: mean duration of the steps that decode and prefill nothing;
+        - ``prefill_time_share``: share of the phase's step time spent in steps that prefill;
+          ``busy_share``: the share of the phase's wall time the GPU runs a step (steps
+          clipped to the phase; below 1 when it idles);
+        - ``output_tokens``: tokens emitted in the phase; ``output_tps``: those per second of
+          the phase; ``completed``: requests whose last token came in the phase;
+        - ``kv_blocks_mean``: mean KV blocks in use per step; ``kv_used_share``: that over
+          ``capacity_blocks``;
+        - ``itl_s_p<q>``: percentiles of every gap between consecutive tokens whose later
+          token is emitted in the phase (pooled, vLLM's ITL); ``tpot_s_p<q>``: per request,
+          the mean of its gaps that end in the phase, percentiles over those requests.
+
+        Rates are NaN for a phase of zero length (all requests arriving at once) and latency
+        percentiles NaN when the phase has no gap.
+
+        Introduced in: notebooks/03_metrics.ipynb
+        """
+        return run_phases(self, percentiles)
+
+    def summary(self, window: str | tuple[float, float] | None = None, **kwargs):
+        """``llminfer.logs.summary.summarize`` of the log; keyword arguments pass through.
+
+        ``window``: None (the default) summarises the whole run, first arrival → last end,
+        drain included; ``"arrivals"`` or ``"drain"`` one phase of ``phase_bounds`` (the
+        requests that completed inside it, the tokens emitted inside it, over its length);
+        or ``(t0, t1)`` seconds. Quote ``"arrivals"`` for the server under its offered load.
+
+        Introduced in: notebooks/03_metrics.ipynb
+        """
+        from llminfer.logs.summary import summarize
+        from llminfer.logs.window import window_log
+
+        if isinstance(window, str):
+            bounds = self.phase_bounds()
+            if window not in bounds:
+                raise ValueError(
+                    f"window={window!r} must be 'arrivals', 'drain', a (t0, t1) pair or None"
+                )
+            # the drain ends with the run's last token: its window includes its end
+            part = window_log(self.log, *bounds[window], include_end=window == "drain")
+            return summarize(part, **kwargs)
+        return summarize(self.log, window=window, **kwargs)
+
+
+PHASES = ("arrivals", "drain")
+
+
+def _token_gaps(requests: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every gap between consecutive tokens of every successful request: its length (s), the
+    time of its later token (s) and the request's row, as three parallel arrays."""
+    ok = (requests["status"] == "ok").to_numpy() if "status" in requests else None
+    cells = requests["token_ts"].to_numpy(dtype=object)
+    rows = [
+        i
+        for i, ts in enumerate(cells)
+        if (ok is None or ok[i]) and ts is not None and not np.isscalar(ts) and len(ts) > 1
+    ]
+    if not rows:
+        empty = np.empty(0)
+        return empty, empty, np.empty(0, dtype=np.int64)
+    arrays = [np.asarray(cells[i], dtype=float) for i in rows]
+    gaps = np.concatenate([np.diff(a) for a in arrays])
+    ends = np.concatenate([a[1:] for a in arrays])
+    owner = np.repeat(np.asarray(rows, dtype=np.int64), [len(a) - 1 for a in arrays])
+    return gaps, ends, owner
+
+
+def run_phases(result: SimResult, percentiles: tuple[float, ...] = (50, 99)) -> pd.DataFrame:
+    """``SimResult.phases``: the arrival window and the drain of a finite run, one row each
+    (see that method for the columns, in seconds, sequences, blocks and fractions 0–1).
+
+    Introduced in: notebooks/03_metrics.ipynb
+    """
+    for q in percentiles:
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q <= 100:
+            raise ValueError(f"percentiles contains {q!r}; each must be a number in (0, 100]")
+    bounds = result.phase_bounds()
+    steps = result.steps
+    start = steps["time"].to_numpy(dtype=float)
+    tokens = np.concatenate(
+        [np.asarray(t, dtype=float) for t in result.requests["token_ts"] if len(t)] or [np.empty(0)]
+    )
+    gaps, gap_end, owner = _token_gaps(result.requests)
+    last_token = result.requests["end_ts"].to_numpy(dtype=float)
+    rows = {}
+    for name in PHASES:
+        t0, t1 = bounds[name]
+
+        def inside(t: np.ndarray, t0=t0, t1=t1, name=name) -> np.ndarray:
+            return (t >= t0) & ((t <= t1) if name == "drain" else (t < t1))
+
+        part = steps[inside(start)]
+        decode = part["decode_seqs"] > 0
+        prefill = part["prefill_tokens"] > 0
+        busy = float(part["duration_s"].sum())
+        duration = t1 - t0
+        # GPU time inside the phase: each step's interval clipped to [t0, t1]
+        overlap = np.clip(start + steps["duration_s"].to_numpy(dtype=float), t0, t1)
+        overlap -= np.clip(start, t0, t1)
+        emitted = int(inside(tokens).sum())
+        in_gap = inside(gap_end)
+        row = {
+            "start_s": t0,
+            "end_s": t1,
+            "duration_s": duration,
+            "steps": len(part),
+            "decode_steps": int(decode.sum()),
+            "prefill_steps": int(prefill.sum()),
+            "decode_batch_mean": float(part.loc[decode, "decode_seqs"].mean())
+            if decode.any()
+            else math.nan,
+            "running_batch_mean": float(part["batch_size"].mean()) if len(part) else math.nan,
+            "decode_only_step_s": float(part.loc[decode & ~prefill, "duration_s"].mean())
+            if (decode & ~prefill).any()
+            else math.nan,
+            "prefill_time_share": float(part.loc[prefill, "duration_s"].sum()) / busy
+            if busy > 0
+            else math.nan,
+            "busy_share": float(overlap.sum()) / duration if duration > 0 else math.nan,
+            "output_tokens": emitted,
+            "output_tps": emitted / duration if duration > 0 else math.nan,
+            "completed": int(inside(last_token).sum()),
+            "kv_blocks_mean": float(part["kv_blocks"].mean()) if len(part) else math.nan,
+        }
+        row["kv_used_share"] = row["kv_blocks_mean"] / result.capacity_blocks
+        phase_gaps = gaps[in_gap]
+        per_request = (
+            pd.Series(phase_gaps).groupby(owner[in_gap]).mean().to_numpy()
+            if phase_gaps.size
+            else np.empty(0)
+        )
+        for q in percentiles:
+            row[f"itl_s_p{q:g}"] = (
+                float(np.percentile(phase_gaps, q)) if phase_gaps.size else math.nan
+            )
+        for q in percentiles:
+            row[f"tpot_s_p{q:g}"] = (
+                float(np.percentile(per_request, q)) if per_request.size else math.nan
+            )
+        rows[name] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "phase"
+    return table
 
 
 def kv_capacity_blocks(

@@ -2,6 +2,15 @@
 one pass (Leviathan, Kalman & Matias, ICML 2023). The expected tokens per pass and the speed-up
 formulas, a Monte-Carlo check of them, and what happens to the speed-up when the batch grows and
 the verification pass stops being free.
+
+What the engines ship (vLLM 0.33.0 ``vllm/config/speculative.py``, ``SpeculativeMethod``):
+draft-model, n-gram (prompt lookup, no draft model), suffix decoding, EAGLE and EAGLE-3 heads,
+and MTP (multi-token-prediction) layers trained with the model (DeepSeek, Qwen3-Next, MiMo,
+GLM-4-MoE, ...). The formulas here take any proposer's acceptance rate α and per-token cost
+ratio c; n-gram proposing is nearly free (c ≈ 0) but its α depends on how much the output
+repeats the prompt. vLLM V1 does not switch speculation off by load on its own: V0's
+``disable_by_batch_size`` is read by nothing in V1 (0.11.0) and was removed by 0.33.0, whose
+``num_speculative_tokens_per_batch_size`` sets γ per batch-size range instead.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from llminfer.cost.steptime import step_timer
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 
 
 def _check_probability(name: str, value: object, allow_one: bool = True) -> float:
@@ -165,18 +175,21 @@ def speculative_batch_table(
     cost_ratio: float = 0.05,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
-    """Speculative decoding's speed-up as the batch grows, with the verification step priced
-    by the roofline instead of assumed free.
+    """Speculative decoding's speed-up as the batch grows, with the verification step timed
+    by ``step_timer`` (the realistic step model fitted to measured kernels, not the bare
+    roofline; engine ``profile``, default ``"vllm"``) instead of assumed free.
 
     Per sequence a verification pass scores γ + 1 tokens against its ``context_tokens`` of KV
     cache: ``batch × (γ + 1)`` tokens in one step (``step_timer``), where plain decoding runs
-    ``batch`` tokens. At small batch both steps are bound by reading the weights and cost
-    about the same; once ``batch × (γ + 1)`` tokens pass the GPU's ridge point the verify step
-    becomes compute bound and costs up to γ + 1 decode steps, and speculation stops paying.
-    The draft costs ``γ × cost_ratio`` decode steps. Speed-up = tokens per step
-    (``speculative_tokens_per_step``) × decode_s ÷ (verify_s + γ × cost_ratio × decode_s).
-    Columns: batch, decode_s, verify_s, verify_over_decode, tokens_per_step, speedup.
+    ``batch`` tokens. At small batch both steps are bound by reading the weights and cost about
+    the same; once ``batch × (γ + 1)`` tokens pass the point where the matrix multiplications
+    stop being bandwidth bound the verify step becomes compute bound and costs up to γ + 1
+    decode steps, and speculation stops paying. The draft costs ``γ × cost_ratio`` decode steps.
+    Speed-up = tokens per step (``speculative_tokens_per_step``) × decode_s ÷ (verify_s + γ ×
+    cost_ratio × decode_s). Columns: batch, decode_s, verify_s, verify_over_decode,
+    tokens_per_step, speedup.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -184,7 +197,7 @@ def speculative_batch_table(
     cost_ratio = _check_positive("cost_ratio", cost_ratio, allow_zero=True)
     context_tokens = check_int("context_tokens", context_tokens, 1)
     tokens = speculative_tokens_per_step(alpha, gamma)
-    timer = step_timer(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    timer = step_timer(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype, profile=profile)
     rows = []
     for batch in batches:
         batch = check_int("batches", batch, 1)

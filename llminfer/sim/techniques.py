@@ -27,7 +27,9 @@ from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 
 # Re-exported: chapter 5's table of techniques stays one namespace (``techniques.X``).
+from llminfer.sim.disaggregation import DISAGGREGATED_LABELS as DISAGGREGATED_LABELS
 from llminfer.sim.disaggregation import KV_LINKS as KV_LINKS
+from llminfer.sim.disaggregation import TRANSFER_MODES as TRANSFER_MODES
 from llminfer.sim.disaggregation import compare_with_disaggregation as compare_with_disaggregation
 from llminfer.sim.disaggregation import disaggregation_table as disaggregation_table
 from llminfer.sim.disaggregation import exposed_transfer_seconds as exposed_transfer_seconds
@@ -44,6 +46,7 @@ from llminfer.sim.workload import sample_lengths
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import StepModel
 from llminfer.units import bytes_per_element
 
 # --- speculative decoding: llminfer.sim.speculative (re-exported above) -------------------------
@@ -207,21 +210,84 @@ def embedding_params(model: Model, tied_embeddings: bool = False) -> int:
     return (1 if tied_embeddings else 2) * model.vocab_size * model.hidden_size
 
 
-def quantized_weight_bytes(
-    model: Model, dtype: str, group_size: int | None = 128, tied_embeddings: bool = False
-) -> float:
-    """Bytes of a quantised checkpoint as it is shipped: the transformer layers in ``dtype``
-    (with ``memory.weight_bytes``' group scales) and the embedding table and LM head left in
-    16 bit, as GPTQ/AWQ INT4 and FP8 checkpoints do (quantising them costs accuracy and saves
-    little). For a 16-bit or wider ``dtype`` this is ``weight_bytes(model, dtype)``.
+#: How the weight scales of a quantised checkpoint are laid out, and the bytes each costs per
+#: quantised weight:
+#:
+#: - ``"tensor"``: one FP32 scale per weight matrix (vLLM's ``--quantization fp8`` online
+#:   quantisation, most FP8 checkpoints): a few kilobytes in all, counted as 0.
+#: - ``"channel"``: one scale per output channel (llm-compressor's FP8-dynamic and INT8 W8A8
+#:   checkpoints, vLLM's ``compressed-tensors`` "channel" strategy): about one 2-byte scale
+#:   per ``hidden_size`` weights (a row of a matrix is hidden_size or intermediate_size long;
+#:   counted as hidden_size, an upper bound — under 0.01 bit per weight either way).
+#: - ``"block128"``: one FP32 scale per 128 × 128 block (DeepSeek-V3-style block FP8,
+#:   ``weight_block_size = [128, 128]``): 4 bytes per 16,384 weights.
+#: - ``"group128"``: one 2-byte scale per 128 consecutive weights of a row (GPTQ and AWQ
+#:   INT4 with ``group_size = 128``; ``memory.weight_bytes``' default): 0.125 bit per weight.
+#:   Zero-points of asymmetric schemes (AWQ) are not counted.
+QUANT_SCALES = ("tensor", "channel", "block128", "group128")
+
+#: The scale layout assumed for each narrow format when none is given: FP8 and INT8 W8A8
+#: checkpoints use per-tensor or per-channel scales (``"channel"`` here), INT4 (GPTQ/AWQ,
+#: W4A16) groups of 128. Group-128 scales are an INT4 convention, not an FP8 one.
+DEFAULT_SCALES = {"fp8": "channel", "int8": "channel", "int4": "group128"}
+
+
+def scale_bytes(n_weights: float, hidden_size: int, scales: str) -> float:
+    """Bytes of quantisation scales for ``n_weights`` quantised weights laid out as
+    ``scales`` (one of ``QUANT_SCALES``; ``hidden_size`` sets the row length for
+    ``"channel"``).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
-    total = weight_bytes(model, dtype, group_size)
+    if scales not in QUANT_SCALES:
+        raise ValueError(f"scales={scales!r} must be one of {', '.join(QUANT_SCALES)}")
+    hidden_size = check_int("hidden_size", hidden_size, 1)
+    if scales == "tensor":
+        return 0.0
+    if scales == "channel":
+        return math.ceil(n_weights / hidden_size) * 2.0
+    if scales == "block128":
+        return math.ceil(n_weights / (128 * 128)) * 4.0
+    return math.ceil(n_weights / 128) * 2.0
+
+
+def _scales_for(dtype: str, scales: str | None) -> str | None:
     if bytes_per_element(dtype) >= 2:
-        return total
+        return None
+    if scales is None:
+        if dtype.lower() not in DEFAULT_SCALES:
+            raise ValueError(
+                f"scales=None: no default scale layout for dtype={dtype!r}; pass one of "
+                f"{', '.join(QUANT_SCALES)}"
+            )
+        return DEFAULT_SCALES[dtype.lower()]
+    if scales not in QUANT_SCALES:
+        raise ValueError(f"scales={scales!r} must be one of {', '.join(QUANT_SCALES)}")
+    return scales
+
+
+def quantized_weight_bytes(
+    model: Model, dtype: str, scales: str | None = None, tied_embeddings: bool = False
+) -> float:
+    """Bytes of a quantised checkpoint as it is shipped: the transformer layers' weights in
+    ``dtype`` plus their scales (``scales``, one of ``QUANT_SCALES``; by default
+    ``DEFAULT_SCALES[dtype]``: per-channel for FP8 and INT8, groups of 128 for INT4), and the
+    embedding table and LM head left in 16 bit, as GPTQ/AWQ INT4 and FP8 checkpoints do
+    (quantising them costs accuracy and saves little). For a 16-bit or wider ``dtype`` this is
+    ``weight_bytes(model, dtype)``.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    layout = _scales_for(dtype, scales)
+    if layout is None:
+        return weight_bytes(model, dtype)
     embed = embedding_params(model, tied_embeddings)
-    return weight_bytes(model.n_params - embed, dtype, group_size) + embed * 2
+    body = model.n_params - embed
+    return (
+        weight_bytes(body, dtype, group_size=None)
+        + scale_bytes(body, model.hidden_size, layout)
+        + embed * 2
+    )
 
 
 def decode_bytes_per_step(
@@ -230,7 +296,7 @@ def decode_bytes_per_step(
     context_tokens: int = 4096,
     batch: int = 1,
     kv_dtype: str = "bf16",
-    group_size: int | None = 128,
+    scales: str | None = None,
     tied_embeddings: bool = False,
 ) -> float:
     """HBM bytes one decode step must read: every weight except the input embedding table
@@ -241,7 +307,7 @@ def decode_bytes_per_step(
     Introduced in: notebooks/05_optimizations.ipynb
     """
     batch = check_int("batch", batch, 1)
-    weights = quantized_weight_bytes(model, dtype, group_size, tied_embeddings)
+    weights = quantized_weight_bytes(model, dtype, scales, tied_embeddings)
     table = model.vocab_size * model.hidden_size * 2  # the input table, 16 bit
     rows = batch * model.hidden_size * 2
     unread = 0 if tied_embeddings else table - rows
@@ -255,35 +321,40 @@ def quantization_table(
     n_gpus: int = 1,
     kv_dtype: str = "bf16",
     context_tokens: int = 4096,
-    group_size: int | None = 128,
+    scales: dict[str, str] | None = None,
     tied_embeddings: bool = False,
 ) -> pd.DataFrame:
     """Weight bytes, decode floor and KV capacity for each weight format.
 
-    Assumptions: weights are ``quantized_weight_bytes`` (layers in the format, with one 2-byte
-    scale per ``group_size`` weights for 8 bits and below; embedding table and LM head kept in
-    16 bit); the TPOT floor is one decode step of one sequence with ``context_tokens`` cached
-    tokens reading ``decode_bytes_per_step`` at 100 % of the GPUs' bandwidth (the input
-    embedding table is not streamed; at batch 1 the FLOPs take well under 1 % of that time);
-    KV capacity is ``plan_memory``'s budget less the 16-bit embeddings' extra bytes. Accuracy
-    is not modelled. Columns: dtype, bits_per_weight, weight_bytes (per GPU), tpot_floor_s,
-    kv_capacity_tokens, freed_kv_tokens (vs the first dtype), fits.
+    Assumptions: weights are ``quantized_weight_bytes`` (layers in the format with the scale
+    layout ``scales[dtype]``, by default ``DEFAULT_SCALES``: per-channel for FP8 and INT8,
+    groups of 128 for INT4; embedding table and LM head kept in 16 bit); the TPOT floor is one
+    decode step of one sequence with ``context_tokens`` cached tokens reading
+    ``decode_bytes_per_step`` at 100 % of the GPUs' bandwidth (the input embedding table is not
+    streamed; at batch 1 the FLOPs take well under 1 % of that time); KV capacity is
+    ``plan_memory``'s budget less the 16-bit embeddings' extra bytes. Accuracy is not modelled.
+    Columns: dtype, scales (the layout, "" for 16 bit), bits_per_weight, weight_bytes (per GPU),
+    tpot_floor_s, kv_capacity_tokens, freed_kv_tokens (vs the first dtype), fits.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
+    scales = {} if scales is None else dict(scales)
     rows = []
     for dtype in dtypes:
-        total = quantized_weight_bytes(model, dtype, group_size, tied_embeddings)
+        layout = _scales_for(dtype, scales.get(dtype))
+        total = quantized_weight_bytes(model, dtype, layout, tied_embeddings)
         plan = plan_memory(model, gpu, n_gpus, dtype, kv_dtype, context_tokens=context_tokens)
-        # plan_memory counts every weight in ``dtype``; add back what stays 16 bit.
-        extra = (total - weight_bytes(model, dtype, group_size)) / n_gpus
+        # plan_memory counts every weight in ``dtype`` with group-128 scales
+        # (memory.weight_bytes' default); correct it to this checkpoint's bytes.
+        extra = (total - weight_bytes(model, dtype)) / n_gpus
         budget = max(plan.kv_budget_bytes - extra, 0.0)
         streamed = decode_bytes_per_step(
-            model, dtype, context_tokens, 1, kv_dtype, group_size, tied_embeddings
+            model, dtype, context_tokens, 1, kv_dtype, layout, tied_embeddings
         )
         rows.append(
             {
                 "dtype": dtype,
+                "scales": layout or "",
                 "bits_per_weight": 8 * total / model.n_params,
                 "weight_bytes": total / n_gpus,
                 "tpot_floor_s": streamed / (n_gpus * gpu.memory_bandwidth),
@@ -311,8 +382,10 @@ def prefix_cache_ttft(
     n_gpus: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> dict[str, float]:
-    """Prefill time (TTFT without queueing) with and without a prefix-cache hit, in seconds.
+    """Prefill time (TTFT without queueing) with and without a prefix-cache hit, in seconds,
+    timed as the engine ``profile`` runs it (``step_timer``; default ``"vllm"``).
 
     A hit prefills only the uncached tail: ``prompt − cached`` new tokens attending to
     themselves and to the ``cached`` tokens read from the KV cache; a miss prefills the whole
@@ -323,7 +396,7 @@ def prefix_cache_ttft(
     """
     hit_rate = _check_probability("hit_rate", hit_rate)
     cached = cached_prefix_tokens(prompt_tokens, shared_prefix_tokens, block_size)
-    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    timer = step_timer(model, gpu, n_gpus, weight_dtype, kv_dtype, profile=profile)
     miss = timer(prompt_tokens, attended_pairs(prompt_tokens, 0), 0, 0)
     new = prompt_tokens - cached
     hit = timer(new, attended_pairs(new, cached), 0, 0, cached)
@@ -348,12 +421,15 @@ def tensor_parallel_table(
     context_tokens: int = 1024,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
+    profile: str | StepModel | None = None,
 ) -> pd.DataFrame:
     """Per-token decode time versus GPU count, over NVLink and over PCIe.
 
     Each GPU does 1/n of the FLOPs and reads 1/n of the weights, but every layer ends in two
     all-reduces of the activations (after attention and after the MLP) whose time does not
-    shrink with n (``roofline.StepTimer`` counts them, not overlapped). "PCIe" is the same GPU
+    shrink with n (``roofline.StepTimer`` counts them, not overlapped). The compute and memory
+    terms are the roofline at the efficiencies of the engine ``profile`` (default ``"vllm"``):
+    ``StepTimer.breakdown``, not the full step model's time. "PCIe" is the same GPU
     with its NVLink removed. Columns: link, n_gpus, compute_s, memory_s, comm_s, step_s,
     speedup (vs 1 GPU on that link, or the fewest GPUs listed), efficiency (speedup ÷ n
     relative to that baseline), kv_capacity_tokens, fits (the KV cache holds the timed batch:
@@ -374,7 +450,7 @@ def tensor_parallel_table(
     rows = []
     for link, chip in links.items():
         for n in counts:
-            timer = step_timer(model, chip, n, weight_dtype, kv_dtype)
+            timer = step_timer(model, chip, n, weight_dtype, kv_dtype, profile=profile)
             compute, memory, comm = timer.breakdown(0, 0, batch, batch * context_tokens)
             plan = plan_memory(
                 model, chip, n, weight_dtype, kv_dtype, context_tokens=context_tokens

@@ -18,6 +18,7 @@ from llminfer.plots.techniques import (
 )
 from llminfer.sim import techniques
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
+from llminfer.specs.stepmodel import get_profile
 from llminfer.units import format_duration
 from llminfer.widgets._explorer import Explorer, choice_slider, grid
 
@@ -107,7 +108,10 @@ class PrefixCacheExplorer(Explorer):
 
     title = "Prefix caching: prefill tokens saved → TTFT"
 
-    def __init__(self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8) -> None:
+    def __init__(
+        self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8, profile="vllm"
+    ) -> None:
+        self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
             "prompt_tokens": W.IntSlider(
                 value=prompt_tokens, min=128, max=32768, step=128, description="prompt tokens"
@@ -122,7 +126,12 @@ class PrefixCacheExplorer(Explorer):
 
     def compute(self, prompt_tokens, shared_prefix_tokens, hit_rate) -> dict:
         result = techniques.prefix_cache_ttft(
-            self.model, self.gpu, prompt_tokens, shared_prefix_tokens, hit_rate
+            self.model,
+            self.gpu,
+            prompt_tokens,
+            shared_prefix_tokens,
+            hit_rate,
+            profile=self.profile,
         )
         return {**result, "shared_prefix_tokens": shared_prefix_tokens}
 
@@ -184,7 +193,10 @@ class TensorParallelExplorer(Explorer):
 
     title = "Tensor parallelism: where more GPUs stop paying"
 
-    def __init__(self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048):
+    def __init__(
+        self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048, profile="vllm"
+    ):
+        self.profile = get_profile(profile)  # the engine whose efficiencies time the steps
         controls = {
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
@@ -199,13 +211,19 @@ class TensorParallelExplorer(Explorer):
 
     def compute(self, model, gpu, batch, context_tokens) -> pd.DataFrame:
         return techniques.tensor_parallel_table(
-            get_model(model), get_gpu(gpu), (1, 2, 4, 8), batch, context_tokens
+            get_model(model),
+            get_gpu(gpu),
+            (1, 2, 4, 8),
+            batch,
+            context_tokens,
+            profile=self.profile,
         )
 
     def describe(self, table: pd.DataFrame) -> str:
         rows = [
             f"{r.link} × {r.n_gpus}: {r.step_s * 1e3:.2f} ms/step (comm {r.comm_s * 1e3:.2f} ms)"
-            f", efficiency {r.efficiency:.0%}{'' if r.fits else ' — weights do not fit'}"
+            f", efficiency {r.efficiency:.0%}"
+            + ("" if r.fits else " — this batch's KV cache does not fit")
             for r in table.itertuples()
         ]
         return "<br>".join(html.escape(r) for r in rows)
@@ -215,31 +233,61 @@ class TensorParallelExplorer(Explorer):
 
 
 class DisaggregationExplorer(Explorer):
-    """Model and GPU → KV transfer time per link against prefill time, per prompt length
-    (``techniques.disaggregation_table``).
+    """Model, GPU and transfer mode → KV transfer time per link against prefill time, per
+    prompt length, and the part of the copy TTFT sees (``techniques.disaggregation_table``).
+
+    ``transfer`` is ``"pull"`` (vLLM's NixlConnector: the decode side reads the whole cache
+    after the prefill finished, so all of it adds to TTFT; the default) or ``"layerwise"``
+    (push each layer as it is prefilled: only about 1/L shows). Links: the GPU's own NVLink
+    and PCIe (same node) and the two network links of ``techniques.KV_LINKS``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
     title = "Prefill/decode disaggregation: the KV cache has to travel"
 
-    def __init__(self, model="llama-3.1-8b", gpu="h100-sxm") -> None:
+    def __init__(
+        self, model="llama-3.1-8b", gpu="h100-sxm", transfer="pull", profile="vllm"
+    ) -> None:
+        self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
             "model": W.Dropdown(options=list_models(), value=model, description="model"),
             "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "transfer": W.Dropdown(
+                options=[
+                    ("pull after prefill (vLLM NixlConnector, default)", "pull"),
+                    ("push layer by layer (P2pNccl, MoRIIO, LMCache)", "layerwise"),
+                ],
+                value=transfer,
+                description="KV transfer",
+            ),
         }
         super().__init__(controls)
 
-    def compute(self, model, gpu) -> pd.DataFrame:
-        m = get_model(model)
+    def compute(self, model, gpu, transfer) -> pd.DataFrame:
+        m, chip = get_model(model), get_gpu(gpu)
         prompts = [p for p in (512, 2048, 8192, 32768) if p <= m.max_context]
-        return techniques.disaggregation_table(m, get_gpu(gpu), prompts)
+        links = {
+            name: bw
+            for name, bw in (
+                ("NVLink (same node)", chip.interconnect_bandwidth),
+                ("PCIe (same node)", chip.pcie_bandwidth),
+            )
+            if bw
+        }
+        links |= {k: techniques.KV_LINKS[k] for k in ("400 Gb/s InfiniBand", "100 Gb/s Ethernet")}
+        return techniques.disaggregation_table(
+            m, chip, prompts, links=links, transfer=transfer, profile=self.profile
+        )
 
     def describe(self, table: pd.DataFrame) -> str:
-        worst = table.loc[table["transfer_over_prefill"].idxmax()]
+        worst = table.loc[table["exposed_s"].idxmax()]
+        mode = "pulled after the prefill" if worst["transfer"] == "pull" else "pushed per layer"
         return html.escape(
-            f"Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt tokens moves the "
-            f"KV cache in {worst['transfer_over_prefill']:.2f}× the prefill time."
+            f"KV cache {mode}. Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt "
+            f"tokens adds {format_duration(worst['exposed_s'])} to TTFT (the whole copy takes "
+            f"{format_duration(worst['transfer_s'])}, {worst['transfer_over_prefill']:.2f}× "
+            f"the {format_duration(worst['prefill_s'])} prefill)."
         )
 
     def draw(self, table: pd.DataFrame):
