@@ -17,11 +17,12 @@ import pandas as pd
 
 from llminfer.cost.memory import plan_memory
 from llminfer.cost.roofline import IDEAL, Cost, Efficiency, attended_pairs, bound, compute_dtype
+from llminfer.cost.splitkv import kv_splits
 from llminfer.cost.steptime import StepTimer
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
-from llminfer.specs.stepmodel import StepModel
+from llminfer.specs.stepmodel import StepModel, get_profile
 from llminfer.units import format_duration
 
 
@@ -228,6 +229,59 @@ def decode_batch_table(
                 **_fits(model, gpu, context_tokens, b, weight_dtype, kv_dtype, n_gpus),
             }
         )
+    return pd.DataFrame(rows)
+
+
+def profile_table(
+    model: Model,
+    gpu: GPU,
+    batches: Sequence[int],
+    contexts: Sequence[int],
+    profiles: Sequence[str | StepModel] = ("pytorch", "vllm"),
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    n_gpus: int = 1,
+) -> pd.DataFrame:
+    """One decode step under each engine profile, for every batch size × context length.
+
+    Each of the ``batch`` sequences holds ``context_tokens`` cached tokens. Columns: batch,
+    context_tokens, ``<name>_ms`` (the step in ms under each profile, named as given, or
+    ``"custom"``/its position for a ``StepModel``), ``splits`` (KV splits per sequence the
+    *last* profile's decode attention uses, 1 when it does not split, see
+    ``llminfer.cost.splitkv.kv_splits``), ``ratio`` (first profile's step ÷ last's: how much
+    faster the last engine is), ``floor_ms`` (the roofline floor), fits and reason (see
+    ``feasibility``). The profiles agree where the unsplit grid already fills the SMs (large
+    batches) and part at small batches with long contexts.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    if len(profiles) < 2:
+        raise ValueError(f"profiles={profiles!r} must name at least two engine profiles")
+    names = [p if isinstance(p, str) else f"profile{i}" for i, p in enumerate(profiles)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"profiles={profiles!r} must not repeat a profile")
+    timers = [StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, profile=p) for p in profiles]
+    ideal = StepTimer(model, gpu, n_gpus, weight_dtype, kv_dtype, IDEAL)
+    last = get_profile(profiles[-1])
+    rows = []
+    for b in batches:
+        check_int("batch", b, 1)
+        for c in contexts:
+            check_int("context_tokens", c, 1)
+            steps = [t(0, 0, b, b * c) for t in timers]
+            kv_heads = timers[-1].cost(0, 0, b, b * c).parts.kv_heads
+            splits = kv_splits(b, kv_heads, b * c, gpu.sm_count or 0, last.max_kv_splits)
+            rows.append(
+                {
+                    "batch": b,
+                    "context_tokens": c,
+                    **{f"{n}_ms": s * 1e3 for n, s in zip(names, steps, strict=True)},
+                    "splits": int(splits) if gpu.sm_count else 1,
+                    "ratio": steps[0] / steps[-1],
+                    "floor_ms": ideal(0, 0, b, b * c) * 1e3,
+                    **_fits(model, gpu, c, b, weight_dtype, kv_dtype, n_gpus),
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from llminfer.cost.flash import flash2_traffic
-from llminfer.cost.latency import estimate_latency
+from llminfer.cost.latency import estimate_latency, profile_table
 from llminfer.cost.memory import kv_cache_bytes
 from llminfer.cost.roofline import bound, decode_crossover_batch, step_cost
 from llminfer.cost.toy import ToyModel
@@ -47,6 +47,12 @@ def _half_height_tiles() -> float:
     h100_tiles = flash2_traffic(32768, 128, 32, 8, block_rows=128, block_cols=64)
     ada_tiles = flash2_traffic(32768, 128, 32, 8, block_rows=64, block_cols=64)
     return ada_tiles.kv_stream_bytes / h100_tiles.kv_stream_bytes
+
+
+def _batch_4_split_speedup() -> float:
+    # one decode step of 4 sequences of 32,768 tokens: the plain engine over the split-KV one
+    table = profile_table(get_model("llama-3.1-8b"), get_gpu("h100-sxm"), [4], [32768])
+    return float(table["ratio"].iloc[0])
 
 
 EXERCISES: tuple[Exercise, ...] = (
@@ -114,5 +120,16 @@ EXERCISES: tuple[Exercise, ...] = (
         compute=_half_height_tiles,
         unit="×",
         hint="Each K/V tile serves B_r query rows: half the rows, twice the tile loads.",
+    ),
+    Exercise(
+        key="02.7",
+        question=(
+            "Llama-3.1-8B on one H100 SXM decodes 4 sequences of 32,768 cached tokens each: how "
+            "many times longer is the step under the measured 'pytorch' profile than under "
+            "'vllm'?"
+        ),
+        compute=_batch_4_split_speedup,
+        unit="×",
+        hint="profile_table(llama3, h100, [4], [32768])['ratio']",
     ),
 )

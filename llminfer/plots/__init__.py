@@ -16,6 +16,7 @@ from llminfer.plots.roofline import (
     gpu_comparison_chart,
     measured_steps_chart,
     prefill_chart,
+    profile_chart,
     request_breakdown_chart,
     roofline_chart,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "policy_comparison",
     "prefill_chart",
     "prefix_ttft_curve",
+    "profile_chart",
     "quantization_bars",
     "request_anatomy",
     "request_breakdown_chart",

@@ -267,3 +267,52 @@ def measured_steps_chart(table: pd.DataFrame, title: str = "") -> Figure:
     mix.set_title("32 decodes + a prompt chunk")
     fig.suptitle(title or "Measured steps (dots), the model (lines), the roofline (dashed)")
     return fig
+
+
+def profile_chart(table: pd.DataFrame, title: str = "") -> Figure:
+    """Decode step time under two engine profiles versus context length, one line per batch
+    size, from ``llminfer.cost.latency.profile_table`` (its first and last profiles).
+
+    Left: the step in ms (dashed: the first profile, solid: the last). Right: first ÷ last,
+    1 where both engines read the KV cache with a full grid of thread blocks.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    require_columns(table, {"batch", "context_tokens", "ratio"})
+    timed = [c for c in table.columns if c.endswith("_ms") and c != "floor_ms"]
+    if len(timed) < 2:
+        raise ValueError(f"table has {timed} step columns; profile_table gives at least two")
+    first, last = timed[0], timed[-1]
+    fig, (left, right) = new_figure(11, 4, ncols=2)
+    colors = [f"C{i}" for i in range(10)]
+    for i, (batch, rows) in enumerate(table.groupby("batch")):
+        color = colors[i % len(colors)]
+        left.plot(rows["context_tokens"], rows[first], ls="--", color=color)
+        left.plot(
+            rows["context_tokens"], rows[last], marker="o", color=color, label=f"batch {batch}"
+        )
+        right.plot(
+            rows["context_tokens"], rows["ratio"], marker="o", color=color, label=f"batch {batch}"
+        )
+    if "fits" in table and not table["fits"].all():  # timed, but the KV caches do not fit
+        bad = table[~table["fits"].astype(bool)]
+        left.scatter(
+            bad["context_tokens"],
+            bad[last],
+            marker="x",
+            s=90,
+            color=COLORS["queue"],
+            zorder=5,
+            label="does not fit in GPU memory",
+        )
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("cached tokens per sequence")
+    left.set_yscale("log")
+    left.set_ylabel(f"one decode step (ms): {last[:-3]} solid, {first[:-3]} dashed")
+    left.legend(fontsize=8)
+    right.axhline(1, color="grey", lw=0.8)
+    right.set_ylabel(f"{first[:-3]} step ÷ {last[:-3]} step")
+    right.set_ylim(bottom=0.9)
+    fig.suptitle(title or "Where split-KV decode attention matters: small batches, long contexts")
+    return fig
