@@ -51,7 +51,8 @@ def experts_touched_chart(
 
 def ep_sweep_chart(table: pd.DataFrame) -> Figure:
     """Two panels from ``llminfer.sim.expert_parallel.ep_sweep``: output tokens/s per GPU and
-    the step time's parts (ms) versus sequences per GPU, one line per EP degree.
+    the step time's parts (ms) versus sequences per GPU, one line per EP degree. Hollow
+    markers: batches whose KV cache would not fit (``fits`` False).
 
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
@@ -65,6 +66,12 @@ def ep_sweep_chart(table: pd.DataFrame) -> Figure:
             group["batch"], group["tokens_per_s_per_gpu"], marker="o", ms=3, label=f"EP{ep}"
         )
         colour = line.get_color()
+        if "fits" in group and not group["fits"].all():  # hollow: the KV cache would not fit
+            over = group[~group["fits"].astype(bool)]
+            ax_tps.plot(
+                over["batch"], over["tokens_per_s_per_gpu"], "o", ms=7, mfc="white",
+                color=colour,
+            )  # fmt: skip
         ax_parts.plot(group["batch"], 1e3 * group["step_s"], color=colour, label=f"EP{ep} step")
         ax_parts.plot(group["batch"], 1e3 * group["expert_s"], color=colour, ls="--")
         ax_parts.plot(group["batch"], 1e3 * group["comm_s"], color=colour, ls=":")
@@ -73,7 +80,7 @@ def ep_sweep_chart(table: pd.DataFrame) -> Figure:
         ax.set_xlabel("sequences per GPU (decode)")
     ax_tps.set_yscale("log")
     ax_tps.set_ylabel("output tokens/s per GPU")
-    ax_tps.set_title("Throughput per GPU")
+    ax_tps.set_title("Throughput per GPU (hollow: KV cache does not fit)")
     ax_tps.legend(fontsize=8)
     ax_parts.set_yscale("log")
     ax_parts.set_ylabel("ms per step (solid step, dashed experts, dotted all-to-all)")

@@ -35,6 +35,7 @@ from llminfer.cost.moe import (
     expert_params,
     expert_touch_share,
     moe_weights,
+    plan_ep_memory,
     saturation_tokens,
 )
 from llminfer.cost.roofline import as_efficiency, compute_dtype, step_cost
@@ -244,16 +245,25 @@ def ep_sweep(
     """``ep_step`` for every batch (sequences per GPU) and EP degree: one row each, with
     ``ep``, ``batch``, the part times, ``step_s``, ``tokens_per_s_per_gpu``,
     ``tokens_per_s_per_user``, ``experts_touched_per_gpu``, ``touched_share`` (of the GPU's
-    experts) and ``bound``. ``kwargs`` go to ``ep_step``.
+    experts), ``bound``, and from ``plan_ep_memory`` (DP attention) ``max_seqs_per_gpu``
+    and ``fits`` (the batch's KV cache fits beside the weights). ``kwargs`` go to
+    ``ep_step``.
 
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
+    memory_keys = ("weight_dtype", "expert_dtype", "kv_dtype", "redundant_experts")
+    memory_kwargs = {k: v for k, v in kwargs.items() if k in memory_keys}
     rows = []
     for ep in eps:
+        plan = plan_ep_memory(
+            model, gpu, int(ep), context_tokens=max(1, context_tokens), **memory_kwargs
+        )
         for batch in batches:
             step = ep_step(model, gpu, int(batch), context_tokens, ep=int(ep), **kwargs)
             row = step.to_dict()
             row["touched_share"] = step.experts_touched_per_gpu / step.experts_per_gpu
+            row["max_seqs_per_gpu"] = plan.max_seqs_per_gpu
+            row["fits"] = plan.max_seqs_per_gpu >= batch
             rows.append(row)
     return pd.DataFrame(rows)
 
