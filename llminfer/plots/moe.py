@@ -29,10 +29,15 @@ def experts_touched_chart(
         raise ValueError("models must be one or more mixture-of-experts Models")
     fig, ax = new_figure(7, 4)
     batch = np.unique(np.geomspace(1, max_tokens, 200).round())
-    for model in models:
+    styles = ("-", "--", "-.", ":")  # models with the same k/E draw the same curve
+    for i, model in enumerate(models):
         e, k = model.n_experts, model.experts_per_token
         (line,) = ax.plot(
-            batch, 100 * expert_touch_share(e, k, batch * ep), label=f"{model.name} ({k}/{e})"
+            batch,
+            100 * expert_touch_share(e, k, batch * ep),
+            ls=styles[i % len(styles)],
+            lw=2,
+            label=f"{model.name} ({k}/{e})",
         )
         at = saturation_tokens(e, k, share) / ep
         if at <= max_tokens:
@@ -45,7 +50,7 @@ def experts_touched_chart(
     )
     ax.set_ylabel("routed experts touched (% of all)")
     ax.set_title(f"A step reads every expert one of its tokens picked (dotted: {share:.0%})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
@@ -73,8 +78,10 @@ def ep_sweep_chart(table: pd.DataFrame) -> Figure:
                 color=colour,
             )  # fmt: skip
         ax_parts.plot(group["batch"], 1e3 * group["step_s"], color=colour, label=f"EP{ep} step")
+        ax_parts.plot(group["batch"], 1e3 * group["attention_s"], color=colour, ls="-.")
         ax_parts.plot(group["batch"], 1e3 * group["expert_s"], color=colour, ls="--")
-        ax_parts.plot(group["batch"], 1e3 * group["comm_s"], color=colour, ls=":")
+        comm = group[group["comm_s"] > 0]  # none on one GPU
+        ax_parts.plot(comm["batch"], 1e3 * comm["comm_s"], color=colour, ls=":")
     for ax in (ax_tps, ax_parts):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequences per GPU (decode)")
@@ -83,7 +90,7 @@ def ep_sweep_chart(table: pd.DataFrame) -> Figure:
     ax_tps.set_title("Throughput per GPU (hollow: KV cache does not fit)")
     ax_tps.legend(fontsize=8)
     ax_parts.set_yscale("log")
-    ax_parts.set_ylabel("ms per step (solid step, dashed experts, dotted all-to-all)")
-    ax_parts.set_title("Where the step's time goes")
+    ax_parts.set_ylabel("ms per step")
+    ax_parts.set_title("— step  -· attention  -- experts  ·· all-to-all", fontsize=10)
     ax_parts.legend(fontsize=8)
     return fig
