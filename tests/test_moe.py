@@ -247,3 +247,28 @@ def test_model_moe_fields_are_checked():
         Model(**base, n_experts=8, experts_per_token=2, n_dense_layers=4)
     m = Model(**base, n_experts=8, experts_per_token=2, n_dense_layers=1, moe_intermediate_size=32)
     assert m.n_moe_layers == 3 and expert_params(m) == 3 * 64 * 32 * 3
+
+
+def test_ep_step_time_drives_the_simulator_with_the_same_model():
+    from llminfer.sim.expert_parallel import EPStepTime, ep_capacity_blocks
+    from llminfer.sim.simulate import simulate
+    from llminfer.sim.workload import Workload
+
+    timer = EPStepTime(DS, H800, 144, redundant_experts=32, overlap=True)
+    step = ep_step(DS, H800, 88, 4989, ep=144, redundant_experts=32, overlap=True)
+    assert timer(0, 0, 88, 88 * 4989) == pytest.approx(step.step_s, rel=1e-12)
+    assert timer(0, 0, 0, 0) == 0.0
+    qwen, h200 = get_model("qwen3-30b-a3b"), get_gpu("h200")
+    users = Workload(128, concurrency=32, prompt_tokens=200, output_tokens=100, seed=0)
+    tps = {}
+    for ep in (1, 8):
+        blocks = ep_capacity_blocks(qwen, h200, ep, weight_dtype="bf16")
+        run = simulate(
+            users, qwen, h200, step_time=EPStepTime(qwen, h200, ep, weight_dtype="bf16"),
+            capacity_blocks=blocks,
+        )  # fmt: skip
+        req = run.requests
+        tps[ep] = req.output_tokens.sum() / (req.end_ts.max() - req.start_ts.min())
+    assert tps[8] > 2 * tps[1]  # each EP8 GPU reads 16 experts per layer, not 128
+    with pytest.raises(ValueError, match="weights leave no KV cache"):
+        ep_capacity_blocks(DS, H800, 8)

@@ -433,6 +433,39 @@ def step_cost(
     return _CostModel(model, weight_dtype, kv_dtype, tp).cost(*counts)
 
 
+def mixed_step_cost(
+    model: Model,
+    prefill_tokens: int,
+    prefill_pairs: int,
+    decode_seqs: int,
+    decode_context_tokens: int,
+    prefill_cached_tokens: int = 0,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+) -> Cost:
+    """``step_cost`` for a step as an engine schedules it: ``prefill_tokens`` prompt tokens
+    (attending ``prefill_pairs`` (query, key) pairs and ``prefill_cached_tokens`` cached
+    tokens) and ``decode_seqs`` decoding sequences over ``decode_context_tokens`` cached
+    tokens, together — the counts a simulator's step-time callable receives. Same
+    conventions as ``step_cost``.
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+    for name, value in (
+        ("prefill_tokens", prefill_tokens),
+        ("prefill_pairs", prefill_pairs),
+        ("decode_seqs", decode_seqs),
+        ("decode_context_tokens", decode_context_tokens),
+        ("prefill_cached_tokens", prefill_cached_tokens),
+    ):
+        check_int(name, value, 0)
+    costs = _CostModel(model, weight_dtype, kv_dtype, tp)
+    return costs.cost(
+        prefill_tokens, prefill_pairs, decode_seqs, decode_context_tokens, prefill_cached_tokens
+    )
+
+
 def arithmetic_intensity(cost: Cost) -> float:
     """FLOP per byte of device-memory traffic (FLOP/byte): ``cost.flops / cost.memory_bytes``.
 

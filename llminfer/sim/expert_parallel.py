@@ -21,7 +21,9 @@ hides the other's communication: ``max(compute(b/2) + compute(b/2), all-to-all(b
 each micro-batch reads the weights again, which is why overlap loses at small batches.
 
 With ``ep=1`` (one GPU holds everything) the step's bytes and FLOP are ``step_cost``'s to the
-byte; tests hold it to that.
+byte; tests hold it to that. ``ep_step`` times a uniform batch, ``ep_sweep`` many of them;
+``EPStepTime`` is the same step as a ``step_time=`` for ``llminfer.sim.simulate.simulate``
+(one attention rank, with ``ep_capacity_blocks`` as its KV capacity).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from llminfer.cost.moe import (
     plan_ep_memory,
     saturation_tokens,
 )
-from llminfer.cost.roofline import as_efficiency, compute_dtype, step_cost
+from llminfer.cost.roofline import as_efficiency, compute_dtype, mixed_step_cost, step_cost
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
@@ -100,13 +102,12 @@ class EPStep:
         }
 
 
-def _parts(m, gpu, w, p_expert, batch, new_tokens, context, ep, imbalance, kv_dtype, e_local, eff):
-    """(attention s, expert s, attention bytes, expert bytes, touched) of one micro-batch."""
+def _parts(m, gpu, w, p_expert, base, tokens, ep, imbalance, e_local, eff):
+    """(attention s, expert s, attention bytes, expert bytes, touched) of one micro-batch whose
+    one-GPU cost is ``base`` (``step_cost``) over ``tokens`` new tokens on this GPU."""
     weight_dtype = w.weight_dtype
-    if batch == 0:
+    if tokens == 0:
         return 0.0, 0.0, 0.0, 0.0, 0.0
-    base = step_cost(m, batch, new_tokens, context, weight_dtype, kv_dtype, tp=1)
-    tokens = batch * new_tokens  # this GPU's tokens
     k, e = m.experts_per_token, m.n_experts
     expert_flops_mean = 2 * k * tokens * p_expert
     attn_flops = base.flops - expert_flops_mean
@@ -186,22 +187,16 @@ def ep_step(
     e_local = (model.n_experts + redundant_experts) / ep
 
     def compute(b: int):
-        return _parts(
-            model, gpu, w, p_expert, b, new_tokens, context_tokens, ep, imbalance, kv_dtype,
-            e_local, eff,
-        )  # fmt: skip
+        if b == 0:
+            return 0.0, 0.0, 0.0, 0.0, 0.0
+        base = step_cost(model, b, new_tokens, context_tokens, weight_dtype, kv_dtype, tp=1)
+        return _parts(model, gpu, w, p_expert, base, b * new_tokens, ep, imbalance, e_local, eff)
 
-    dispatch, combine = all_to_all_bytes_per_token(model, ep, dispatch_dtype, combine_dtype)
-    comm_bytes = batch * new_tokens * (dispatch + combine) * imbalance
-    if ep > 1:
-        remote = max(0, ep - gpus_per_node) / (ep - 1)  # share of other GPUs on other nodes
-        link = gpu.interconnect_bandwidth or gpu.pcie_bandwidth
-        if link is None and remote < 1:
-            raise ValueError(f"gpu={gpu.name!r} lists no GPU-to-GPU link for ep={ep}")
-        local_s = comm_bytes * (1 - remote) / link if remote < 1 else 0.0
-        comm_s = max(local_s, comm_bytes * remote / network_bandwidth)
-    else:
-        comm_s = 0.0
+    comm_per_token = _comm_per_token(
+        model, gpu, ep, dispatch_dtype, combine_dtype, gpus_per_node, network_bandwidth
+    )
+    comm_bytes = batch * new_tokens * comm_per_token[0] * imbalance
+    comm_s = batch * new_tokens * comm_per_token[1] * imbalance
     if overlap:
         first, second = compute((batch + 1) // 2), compute(batch // 2)
         attention_s, expert_s = first[0] + second[0], first[1] + second[1]
@@ -232,6 +227,130 @@ def ep_step(
         experts_touched_per_gpu=float(touched),
         bound=max(times, key=times.get),
     )
+
+
+def _comm_per_token(model, gpu, ep, dispatch_dtype, combine_dtype, gpus_per_node, network):
+    """(bytes, seconds) of all-to-all per token on one GPU of an EP group of ``ep``."""
+    dispatch, combine = all_to_all_bytes_per_token(model, ep, dispatch_dtype, combine_dtype)
+    per_token = dispatch + combine
+    if ep == 1:
+        return per_token, 0.0
+    remote = max(0, ep - gpus_per_node) / (ep - 1)  # share of other GPUs on other nodes
+    link = gpu.interconnect_bandwidth or gpu.pcie_bandwidth
+    if link is None and remote < 1:
+        raise ValueError(f"gpu={gpu.name!r} lists no GPU-to-GPU link for ep={ep}")
+    local_s = per_token * (1 - remote) / link if remote < 1 else 0.0
+    return per_token, max(local_s, per_token * remote / network)
+
+
+class EPStepTime:
+    """A step-time callable for ``llminfer.sim.simulate.simulate(step_time=...)``: one
+    data-parallel attention rank of an EP group, every other rank assumed as loaded as it.
+
+    Called with an engine step's counts (prefill tokens, attended pairs, decoding sequences,
+    their cached tokens, cached tokens prompt chunks attend to), it returns seconds: the
+    same three parts as ``ep_step`` (attention side from ``mixed_step_cost``, the hottest
+    GPU's experts over the group's ``ep ×`` tokens, the all-to-all), summed, or with
+    ``overlap`` the two half-steps' compute against the all-to-all. Pair it with
+    ``capacity_blocks = ep_capacity_blocks(...)``. With ``ep=1`` it times a step at the
+    roofline of ``DEFAULT_EFFICIENCY`` (not an engine profile).
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        gpu: GPU,
+        ep: int = 1,
+        weight_dtype: str = "fp8",
+        expert_dtype: str | None = None,
+        kv_dtype: str = "bf16",
+        imbalance: float = 1.0,
+        overlap: bool = False,
+        redundant_experts: int = 0,
+        dispatch_dtype: str = "fp8",
+        combine_dtype: str = "bf16",
+        gpus_per_node: int = GPUS_PER_NODE,
+        network_bandwidth: float = NETWORK_BYTES_PER_S,
+        efficiency=None,
+    ) -> None:
+        # One call validates every argument the way ep_step does.
+        ep_step(
+            model, gpu, 2, 1, ep=ep, weight_dtype=weight_dtype, expert_dtype=expert_dtype,
+            kv_dtype=kv_dtype, imbalance=imbalance, overlap=overlap,
+            redundant_experts=redundant_experts, dispatch_dtype=dispatch_dtype,
+            combine_dtype=combine_dtype, gpus_per_node=gpus_per_node,
+            network_bandwidth=network_bandwidth, efficiency=efficiency,
+        )  # fmt: skip
+        self.model, self.gpu, self.ep = model, gpu, ep
+        self.kv_dtype, self.imbalance, self.overlap = kv_dtype, float(imbalance), overlap
+        self.weights = moe_weights(model, weight_dtype, expert_dtype)
+        self.p_expert = expert_params(model)
+        self.e_local = (model.n_experts + redundant_experts) / ep
+        self.eff = as_efficiency(efficiency)
+        self.comm_s_per_token = _comm_per_token(
+            model, gpu, ep, dispatch_dtype, combine_dtype, gpus_per_node, network_bandwidth
+        )[1]
+
+    def _compute(self, pt, pa, ds, dc, pc) -> float:
+        tokens = pt + ds
+        if tokens == 0:
+            return 0.0
+        base = mixed_step_cost(
+            self.model, pt, pa, ds, dc, pc, self.weights.weight_dtype, self.kv_dtype
+        )
+        parts = _parts(
+            self.model, self.gpu, self.weights, self.p_expert, base, tokens, self.ep,
+            self.imbalance, self.e_local, self.eff,
+        )  # fmt: skip
+        return parts[0] + parts[1]
+
+    def __call__(self, pt: int, pa: int, ds: int, dc: int, pc: int = 0) -> float:
+        tokens = pt + ds
+        if tokens == 0:
+            return 0.0
+        comm = tokens * self.comm_s_per_token * self.imbalance
+        if not self.overlap or tokens < 2:
+            return self._compute(pt, pa, ds, dc, pc) + comm
+        halves = [
+            (p, a, d, c, q)
+            for p, a, d, c, q in (
+                ((pt + 1) // 2, (pa + 1) // 2, (ds + 1) // 2, (dc + 1) // 2, (pc + 1) // 2),
+                (pt // 2, pa // 2, ds // 2, dc // 2, pc // 2),
+            )
+        ]
+        return max(sum(self._compute(*h) for h in halves), comm)
+
+
+def ep_capacity_blocks(
+    model: Model,
+    gpu: GPU,
+    ep: int,
+    block_size: int = 16,
+    weight_dtype: str = "fp8",
+    expert_dtype: str | None = None,
+    kv_dtype: str = "bf16",
+    redundant_experts: int = 0,
+    gpu_memory_utilization: float = 0.9,
+) -> int:
+    """KV blocks of ``block_size`` tokens one DP-attention rank holds under EP over ``ep``
+    GPUs (``plan_ep_memory``'s KV budget), for ``simulate(capacity_blocks=...)``.
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+    check_int("block_size", block_size, minimum=1)
+    plan = plan_ep_memory(
+        model, gpu, ep, weight_dtype, expert_dtype, kv_dtype,
+        redundant_experts=redundant_experts, gpu_memory_utilization=gpu_memory_utilization,
+    )  # fmt: skip
+    blocks = plan.capacity_tokens // block_size
+    if blocks < 1:
+        raise ValueError(
+            f"{model.name} on EP{ep} x {gpu.name}: the weights leave no KV cache "
+            f"({plan.kv_budget_bytes / 1e9:.1f} GB); use more GPUs or narrower weights"
+        )
+    return blocks
 
 
 def ep_sweep(
