@@ -18,9 +18,17 @@ MiB = 2**20
 GiB = 2**30
 TiB = 2**40
 
+#: Block-scaled 4-bit formats, whose scales are part of the format: elements per block and
+#: bytes of the block's scale. MXFP4 (OCP Microscaling spec v1.0): an FP4 (E2M1) element
+#: and one E8M0 scale per 32 elements, 4.25 bits per element; gpt-oss ships its MoE weights
+#: so. NVFP4 (NVIDIA Blackwell): an FP4 element and one FP8 (E4M3) scale per 16 elements,
+#: 4.5 bits, plus one FP32 scale per tensor (4 bytes per matrix, left out: < 10^-6 of it).
+BLOCK_SCALES: dict[str, tuple[int, float]] = {"mxfp4": (32, 1.0), "nvfp4": (16, 1.0)}
+
 #: Bytes per stored element of each number format llminfer knows. int4/fp4 pack two
-#: elements into one byte; scale factors of quantised formats are counted separately
-#: (see ``llminfer.cost.memory.weight_bytes``).
+#: elements into one byte; the group scales of plain quantised formats (fp8, int8, int4,
+#: fp4) are counted separately (see ``llminfer.cost.memory.weight_bytes``), while the
+#: block-scaled formats of ``BLOCK_SCALES`` include theirs: mxfp4 0.53125, nvfp4 0.5625.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4,
     "bf16": 2,
@@ -29,6 +37,7 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1,
     "int4": 0.5,
     "fp4": 0.5,
+    **{name: 0.5 + scale / block for name, (block, scale) in BLOCK_SCALES.items()},
 }
 
 _DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
@@ -49,11 +58,29 @@ def check_dtype(dtype: str, parameter: str = "dtype") -> str:
 
 
 def bytes_per_element(dtype: str) -> float:
-    """Bytes one element occupies in ``dtype``: fp32 4, bf16/fp16 2, fp8/int8 1, int4/fp4 0.5.
+    """Bytes one element occupies in ``dtype``: fp32 4, bf16/fp16 2, fp8/int8 1, int4/fp4 0.5;
+    the block-scaled mxfp4 0.53125 (4.25 bits) and nvfp4 0.5625 (4.5 bits), scales included.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
     return DTYPE_BYTES[check_dtype(dtype)]
+
+
+def bits_per_element(dtype: str) -> float:
+    """Bits one element occupies in ``dtype``, scales of block-scaled formats included:
+    bf16 16, fp8 8, fp4 4, mxfp4 4.25 (E8M0 scale per 32), nvfp4 4.5 (E4M3 scale per 16).
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+    return 8 * bytes_per_element(dtype)
+
+
+def is_block_scaled(dtype: str) -> bool:
+    """Whether ``dtype`` carries its own block scales (mxfp4, nvfp4; see ``BLOCK_SCALES``).
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+    return check_dtype(dtype) in BLOCK_SCALES
 
 
 def format_bytes(n: float, binary: bool = True, decimals: int | None = None) -> str:

@@ -16,6 +16,7 @@ CHAPTERS = {
     "06_log_analysis",
     "07_troubleshooting",
     "08_measure_a_server",  # a lab beyond the article (CONVENTIONS.md, Layout)
+    "09_mixture_of_experts",  # beyond the article: MoE serving (issue 24)
 }
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

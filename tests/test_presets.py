@@ -151,6 +151,15 @@ DRIVER_MEMORY = {
     "mi300x": 201_310_208 * 1024,
     "m2-ultra": 192 * 2**30,
     "m3-max": 128 * 2**30,
+    # nvidia-smi totals in public dumps (gpus.csv memory_source); AMD's two are assumptions.
+    "h20": 97_871 * 2**20,
+    "h800": 81_559 * 2**20,
+    "b300": 275_040 * 2**20,
+    "gb300": 284_208 * 2**20,
+    "gb200": 189_471 * 2**20,
+    "mi325x": 256 * 2**30,
+    "mi355x": 288 * 2**30,
+    "rtx-5090": 32_607 * 2**20,
 }
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model, check_tensor_parallel
-from llminfer.units import GiB, bytes_per_element, check_dtype, format_bytes
+from llminfer.units import GiB, bytes_per_element, check_dtype, format_bytes, is_block_scaled
 
 #: Bytes of one quantisation scale (an fp16/bf16 number) stored per group of weights.
 SCALE_BYTES = 2
@@ -177,6 +177,10 @@ def weight_bytes(model: Model | float, dtype: str = "bf16", group_size: int | No
     ``group_size=None`` leaves the scales out (the article's "theoretical" figure: 70B in BF16
     is 140 GB, in 8 bits 70 GB, in 4 bits 35 GB).
 
+    The block-scaled formats ``mxfp4`` and ``nvfp4`` carry their scales in the format itself
+    (``llminfer.units.BLOCK_SCALES``: 4.25 and 4.5 bits per weight), so ``group_size`` adds
+    nothing to them: 1,000 weights in nvfp4 are 562.5 bytes, in mxfp4 531.25 bytes.
+
     Introduced in: notebooks/04_memory_budget.ipynb
     """
     n_params = model.n_params if isinstance(model, Model) else model
@@ -191,7 +195,7 @@ def weight_bytes(model: Model | float, dtype: str = "bf16", group_size: int | No
     total = n_params * bytes_per_element(dtype)
     if group_size is not None:
         check_int("group_size", group_size, minimum=1)
-        if bytes_per_element(dtype) <= 1:
+        if bytes_per_element(dtype) <= 1 and not is_block_scaled(dtype):
             total += math.ceil(n_params / group_size) * SCALE_BYTES
     return total
 

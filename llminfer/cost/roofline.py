@@ -23,10 +23,11 @@ from typing import NamedTuple
 import numpy as np
 
 from llminfer.cost.memory import kv_elements_per_token_per_layer, kv_heads_per_gpu, weight_bytes
+from llminfer.cost.moe import expert_params, expert_touch_share
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model, llama_param_count
-from llminfer.units import bytes_per_element, check_dtype, format_bytes
+from llminfer.units import BLOCK_SCALES, bytes_per_element, check_dtype, format_bytes
 
 #: Bytes per activation element: engines keep activations in 16 bits whatever the weights.
 ACTIVATION_BYTES = 2
@@ -109,15 +110,19 @@ def attended_pairs(new_tokens: int, cached_tokens: int) -> int:
 def compute_dtype(weight_dtype: str, gpu: GPU) -> str:
     """The number format the matrix multiplies run in for ``weight_dtype`` weights on ``gpu``.
 
-    bf16/fp16/fp32 weights compute in their own format; fp8 and fp4 weights use the GPU's fp8
-    or fp4 tensor cores when it has them. int8 and int4 weights are taken as weight-only
-    quantisation (W8A16, W4A16): dequantised and multiplied in 16 bits. A missing 16-bit rate
-    falls back bf16 → fp16 → fp32 (Apple GPUs publish only fp32).
+    bf16/fp16/fp32 weights compute in their own format; fp8 and fp4 weights (and the
+    block-scaled mxfp4/nvfp4) use the GPU's fp8 or fp4 tensor cores when it has them; on a GPU
+    without FP4 (Hopper, H20, MI325X) 4-bit weights are dequantised and multiplied in 16 bits,
+    so FP4 FLOP/s exist only where the data sheet lists them. int8 and int4 weights are taken
+    as weight-only quantisation (W8A16, W4A16): dequantised and multiplied in 16 bits. A
+    missing 16-bit rate falls back bf16 → fp16 → fp32 (Apple GPUs publish only fp32).
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
     weight_dtype = check_dtype(weight_dtype, "weight_dtype")
     supported = gpu.supported_dtypes
+    if weight_dtype in BLOCK_SCALES:  # mxfp4/nvfp4 run on FP4 tensor cores where there are any
+        weight_dtype = "fp4"
     if weight_dtype in ("fp8", "fp4", "fp16", "fp32", "bf16") and weight_dtype in supported:
         return weight_dtype
     for fallback in ("bf16", "fp16", "fp32"):
@@ -257,22 +262,30 @@ class _CostModel:
         # table. The LM head reads its whole matrix. Tied embeddings are one matrix, which the
         # LM head reads; an untied input table is left out of the per-step weight read.
         gathered = 0 if _tied_embeddings(m) else embed
-        if m.is_moe:
+        if m.is_moe:  # routed experts counted as llminfer.cost.moe counts them
             e, k = m.n_experts, m.experts_per_token
-            per_expert = (m.n_params - m.n_active_params) / (e - k) if e > k else 0.0
-            shared = m.n_params - e * per_expert - gathered
+            per_expert = expert_params(m)
+            shared = max(0.0, m.n_params - e * per_expert - gathered)
             self.shared_weight_bytes = shared * bytes_per_param / tp
             self.expert_bytes = per_expert * bytes_per_param / tp
             self.n_experts, self.miss = e, 1 - k / e
         else:
             self.shared_weight_bytes = (m.n_params - gathered) * bytes_per_param / tp
             self.expert_bytes, self.n_experts, self.miss = 0.0, 0, 1.0
-        k_active = m.experts_per_token if m.is_moe else 1
         q_dim, kv_dim = m.n_heads * m.head_dim, m.n_kv_heads * m.head_dim
-        elements = 10 * m.hidden_size + (2 * q_dim + 2 * kv_dim + 3 * m.intermediate_size) / tp
         # Plus the gathered embedding rows: one row of ``hidden`` numbers per token.
         embedding_row = m.hidden_size * bytes_per_param / tp
-        self.activation = elements * k_active * ACTIVATION_BYTES * m.n_layers + embedding_row
+        if m.is_moe:  # MoE layers: the k routed and the shared experts' FFN activations
+            n_moe = m.n_moe_layers
+            width = m.moe_intermediate_size or m.intermediate_size
+            moe_ffn = 3 * width * (m.experts_per_token + m.n_shared_experts) / tp
+            attn_side = 10 * m.hidden_size + (2 * q_dim + 2 * kv_dim) / tp
+            dense_ffn = 3 * m.intermediate_size / tp
+            elements = m.n_layers * attn_side + (m.n_layers - n_moe) * dense_ffn + n_moe * moe_ffn
+            self.activation = elements * ACTIVATION_BYTES + embedding_row
+        else:
+            elements = 10 * m.hidden_size + (2 * q_dim + 2 * kv_dim + 3 * m.intermediate_size) / tp
+            self.activation = elements * ACTIVATION_BYTES * m.n_layers + embedding_row
         if tp > 1:
             self.n_allreduce = 2 * m.n_layers
             self.comm_per_token = self.n_allreduce * 2 * (tp - 1) / tp * m.hidden_size * 2
@@ -294,7 +307,10 @@ class _CostModel:
             prefill_kv += self.kv_sliding * np.minimum(pc, pt * w)
         weights = self.shared_weight_bytes
         if self.n_experts:
-            weights += self.expert_bytes * self.n_experts * (1 - self.miss**tokens)
+            k = self.model.experts_per_token
+            weights += (
+                self.expert_bytes * self.n_experts * expert_touch_share(self.n_experts, k, tokens)
+            )
         return StepParts(
             linear_flops=self.linear_flops * tokens + self.lm_head_flops * ds,
             prefill_attention_flops=prefill_attn,
@@ -397,13 +413,17 @@ def step_cost(
       vocabulary, as vLLM's ``VocabParallelEmbedding`` does.
       Mixture of experts: the shared part plus the experts the step's T tokens touch, assuming
       each token picks its k of E experts uniformly and independently:
-      ``E·(1 − (1 − k/E)^T)`` experts per layer on average.
+      ``E·(1 − (1 − k/E)^T)`` experts per layer on average (``llminfer.cost.moe``; one
+      expert's size is ``moe.expert_params``). Everything on one GPU group: expert
+      parallelism is ``llminfer.sim.expert_parallel``.
     - KV cache: read for every cached token, written for every new one; sliding-window layers
       read at most ``window`` tokens per sequence (capped as ``min(sum, window × count)``,
       exact for a uniform batch and an upper bound otherwise).
     - Activations: each linear layer's input read and output written once in 16 bits, plus
       norms and residual adds: ``(10·h + 2·q + 2·kv + 3·I) × 2 B`` per token per layer, and
-      the token's embedding row (``h`` numbers in the weights' format) once.
+      the token's embedding row (``h`` numbers in the weights' format) once. In a MoE layer
+      ``3·I`` becomes ``3·I_moe·(k + shared experts)``; dense layers of a MoE model
+      (``n_dense_layers``) keep ``3·I``.
     - Tensor parallelism (``tp`` GPUs): FLOP, weights, KV heads and sharded activations ÷ tp;
       two all-reduces per layer of ``T × h × 2 B``, a ring sending ``2(tp−1)/tp`` of it.
 
@@ -411,6 +431,39 @@ def step_cost(
     """
     counts = _step_counts(batch, new_tokens, context_tokens, phase)
     return _CostModel(model, weight_dtype, kv_dtype, tp).cost(*counts)
+
+
+def mixed_step_cost(
+    model: Model,
+    prefill_tokens: int,
+    prefill_pairs: int,
+    decode_seqs: int,
+    decode_context_tokens: int,
+    prefill_cached_tokens: int = 0,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    tp: int = 1,
+) -> Cost:
+    """``step_cost`` for a step as an engine schedules it: ``prefill_tokens`` prompt tokens
+    (attending ``prefill_pairs`` (query, key) pairs and ``prefill_cached_tokens`` cached
+    tokens) and ``decode_seqs`` decoding sequences over ``decode_context_tokens`` cached
+    tokens, together — the counts a simulator's step-time callable receives. Same
+    conventions as ``step_cost``.
+
+    Introduced in: notebooks/09_mixture_of_experts.ipynb
+    """
+    for name, value in (
+        ("prefill_tokens", prefill_tokens),
+        ("prefill_pairs", prefill_pairs),
+        ("decode_seqs", decode_seqs),
+        ("decode_context_tokens", decode_context_tokens),
+        ("prefill_cached_tokens", prefill_cached_tokens),
+    ):
+        check_int(name, value, 0)
+    costs = _CostModel(model, weight_dtype, kv_dtype, tp)
+    return costs.cost(
+        prefill_tokens, prefill_pairs, decode_seqs, decode_context_tokens, prefill_cached_tokens
+    )
 
 
 def arithmetic_intensity(cost: Cost) -> float:

@@ -2,7 +2,7 @@
 
 A learner types ``check("04.2", 31)`` under a question; the answer is never typed into the
 notebook or this package: each exercise holds a function that computes it with llminfer, so
-question and answer cannot drift apart. One module per chapter (``ch01`` … ``ch08``) holds that
+question and answer cannot drift apart. One module per chapter (``ch01`` … ``ch09``) holds that
 chapter's ``EXERCISES``; this module gathers them.
 
 Numeric answers are right within a stated tolerance (default 2 % relative, so rounding the way

@@ -10,6 +10,7 @@ from llminfer.plots.logs import (
     request_timeline,
 )
 from llminfer.plots.memory import concurrency_curve, memory_bar
+from llminfer.plots.moe import ep_sweep_chart, experts_touched_chart
 from llminfer.plots.roofline import (
     decode_batch_chart,
     flash_traffic_chart,
@@ -42,6 +43,8 @@ __all__ = [
     "concurrency_curve",
     "decode_batch_chart",
     "disaggregation_bars",
+    "ep_sweep_chart",
+    "experts_touched_chart",
     "flash_traffic_chart",
     "fragmentation_bars",
     "gpu_comparison_chart",

@@ -63,6 +63,14 @@ class Model:
     - Sliding window: ``sliding_window`` tokens on ``n_sliding_layers`` layers, the rest global.
     - MLA (DeepSeek): ``kv_lora_rank + qk_rope_head_dim`` elements per token per layer.
 
+    Mixture of experts (all optional, read from the model's config.json): ``n_experts`` routed
+    experts of which ``experts_per_token`` (top-k) work on each token; ``moe_intermediate_size``
+    is one routed expert's FFN width (None: ``intermediate_size``, as Mixtral's config has it);
+    ``n_dense_layers`` layers have a dense FFN instead (DeepSeek's ``first_k_dense_replace``,
+    Llama 4 Maverick's every other layer); ``n_shared_experts`` always-on experts per MoE
+    layer (counted in the non-routed part); ``n_mtp_layers`` multi-token-prediction modules
+    (``num_nextn_predict_layers``), whose weights ``n_params`` does not include.
+
     Introduced in: notebooks/04_memory_budget.ipynb
     """
 
@@ -83,6 +91,10 @@ class Model:
     qk_rope_head_dim: int | None = None
     n_experts: int | None = None
     experts_per_token: int | None = None
+    moe_intermediate_size: int | None = None
+    n_dense_layers: int = 0
+    n_shared_experts: int = 0
+    n_mtp_layers: int = 0
     source: str = field(default="custom", compare=False)
 
     def __post_init__(self) -> None:
@@ -155,6 +167,27 @@ class Model:
                 raise ValueError(
                     f"experts_per_token={self.experts_per_token} exceeds n_experts={self.n_experts}"
                 )
+        moe_only = {
+            "moe_intermediate_size": self.moe_intermediate_size,
+            "n_dense_layers": self.n_dense_layers,
+            "n_shared_experts": self.n_shared_experts,
+        }
+        if self.n_experts is None:
+            given = [f"{k}={v!r}" for k, v in moe_only.items() if v not in (None, 0)]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} describe a mixture of experts: give n_experts"
+                )
+        if self.moe_intermediate_size is not None:
+            check_int("moe_intermediate_size", self.moe_intermediate_size, minimum=1)
+        check_int("n_shared_experts", self.n_shared_experts, minimum=0)
+        check_int("n_mtp_layers", self.n_mtp_layers, minimum=0)
+        check_int("n_dense_layers", self.n_dense_layers, minimum=0)
+        if self.n_dense_layers >= self.n_layers:
+            raise ValueError(
+                f"n_dense_layers={self.n_dense_layers} must be below n_layers={self.n_layers} "
+                "(a mixture of experts needs at least one MoE layer)"
+            )
 
     def _check_params(self) -> None:
         if self.n_params is None:
@@ -190,6 +223,11 @@ class Model:
     def is_moe(self) -> bool:
         """True for a mixture of experts (only some parameters work on each token)."""
         return self.n_experts is not None and self.n_experts > 1
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers whose FFN is a mixture of experts (0 for a dense model)."""
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
 
     @property
     def n_global_layers(self) -> int:

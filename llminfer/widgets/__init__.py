@@ -8,6 +8,7 @@ from llminfer.widgets._explorer import Explorer
 from llminfer.widgets.diagnose import DiagnosisExplorer
 from llminfer.widgets.logs import SLOExplorer
 from llminfer.widgets.memory import MemoryExplorer
+from llminfer.widgets.moe import ExpertsExplorer, MoEServingExplorer
 from llminfer.widgets.roofline import RequestJourney, RooflineExplorer
 from llminfer.widgets.simulate import BatchingExplorer, LoadExplorer
 from llminfer.widgets.techniques import (
@@ -23,9 +24,11 @@ __all__ = [
     "BatchingExplorer",
     "DiagnosisExplorer",
     "DisaggregationExplorer",
+    "ExpertsExplorer",
     "Explorer",
     "LoadExplorer",
     "MemoryExplorer",
+    "MoEServingExplorer",
     "PagingExplorer",
     "PrefixCacheExplorer",
     "QuantizationExplorer",

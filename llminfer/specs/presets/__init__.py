@@ -35,7 +35,13 @@ _MODEL_INT_FIELDS = (
     "qk_rope_head_dim",
     "n_experts",
     "experts_per_token",
+    "moe_intermediate_size",
+    "n_dense_layers",
+    "n_shared_experts",
+    "n_mtp_layers",
 )
+#: Integer columns whose empty cell means 0 (a dense model has no dense-layer count to give).
+_MODEL_ZERO_DEFAULTS = ("n_sliding_layers", "n_dense_layers", "n_shared_experts", "n_mtp_layers")
 # CSV column → (GPU field, factor to base units)
 _GPU_COLUMNS = {
     "memory_bytes": ("memory_bytes", 1),
@@ -94,7 +100,8 @@ def _gpu_rows() -> tuple[list[dict[str, str]], dict[str, dict[str, str]]]:
 def _model_from_row(key: str) -> Model:
     row = _model_rows()[1][key]
     values = {f: (int(row[f]) if row[f] else None) for f in _MODEL_INT_FIELDS}
-    values["n_sliding_layers"] = values["n_sliding_layers"] or 0
+    for name in _MODEL_ZERO_DEFAULTS:
+        values[name] = values[name] or 0
     return Model(name=row["name"], source=row["source"], **values)
 
 
