@@ -27,6 +27,7 @@ LIVE = [
     ("guidellm_0_8_1_two_benchmarks.json.gz", None, 0),
     ("guidellm_0_8_1_two_benchmarks.json.gz", None, 1),
     ("guidellm_0_8_1_two_benchmarks.json.gz", None, None),  # the last, by default
+    ("guidellm_0_8_1_non_streaming_benchmarks.json.gz", None, None),
 ]
 
 
@@ -163,3 +164,12 @@ def test_serve_model_card_has_vllms_fields():
     ):
         card = json.load(answer)["data"][0]
     assert card["root"] == card["id"] and "parent" in card and card["max_model_len"] > 0
+
+
+def test_guidellm_non_streaming_requests_are_successful_without_ttft():
+    name = FIX / "guidellm_0_8_1_non_streaming_benchmarks.json.gz"
+    log = read_requests(name)
+    assert log.n_failed == 0 and not log.requests["streamed"].any()
+    tool = read_summary(name)
+    assert "ttft_s_mean" not in tool.values  # GuideLLM measured no TTFT
+    assert tool.values["itl_s_mean"] == 0.0  # and counts each request's ITL as 0

@@ -214,8 +214,15 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
     stop = response_end if rules.e2e_end == "response_end" else end
     ttft, e2e = first - start, stop - start
     multi = ok & (n_out > 1)
+    streamed = (
+        requests["streamed"].to_numpy(dtype=bool)
+        if "streamed" in requests.columns
+        else np.ones(len(requests), bool)
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         decode_per_token = np.where(multi, (end - first) / (n_out - 1), np.nan)
+    if rules.window == "measure":  # GuideLLM: a request not streamed has an ITL of 0
+        decode_per_token = np.where(multi & ~streamed, 0.0, decode_per_token)
 
     counted = np.ones(len(requests), bool)
     sets = {"ttft_s": ok.copy(), "e2e_s": ok.copy(), "tpot_s": ok.copy(), "itl_s": ok.copy()}
@@ -228,11 +235,13 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             hi = float(np.nanmax(response_end)) if len(requests) else math.nan
         known = ~np.isnan(response_end)
         counted = known & (response_end >= lo) & (start <= hi)
+        # not streamed (no first-token time): out of TTFT; in ITL with 0 by the response's end
+        from_first = np.where(streamed, first, response_end)
         sets = {
-            "ttft_s": ok & (start <= hi) & (first >= lo),
+            "ttft_s": ok & streamed & (start <= hi) & (first >= lo),
             "e2e_s": ok & counted,
             "tpot_s": ok & counted,
-            "itl_s": ok & (first <= hi) & (response_end >= lo),
+            "itl_s": ok & (from_first <= hi) & (response_end >= lo),
         }
         length = hi - lo
         done = ok & counted & (response_end >= lo) & (response_end <= hi)

@@ -128,7 +128,7 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
             "is a GuideLLM benchmarks.json without per-request data "
             "(requests were not saved): read its aggregates with llminfer.read_summary()",
         )
-    rows, assumptions, left_out, outside = [], [], 0, 0
+    rows, assumptions, left_out, outside, streamless = [], [], 0, 0, 0
     only = _index(doc, benchmark)
     for b, bench in enumerate(doc.json["benchmarks"]):
         if only is not None and b != only:
@@ -161,8 +161,11 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
                     allow_none=True,
                 )
                 ok = status == "successful"
-                empty = ok and (out == 0 or math.isnan(first))
+                streamed = not math.isnan(first)
+                empty = ok and (out == 0 or (math.isnan(first) and math.isnan(end)))
                 good = ok and not empty
+                if good and not streamed:  # non-streaming: the first token is the response
+                    first, streamless = (last if not math.isnan(last) else end), streamless + 1
                 stop = last if not math.isnan(last) else end
                 response_end = request.get("request_end_time", end)
                 response_end = (
@@ -189,6 +192,7 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
                         "status": "ok" if good else "failed",
                         "error": "" if good else ("empty response" if empty else status),
                         "benchmark": b,
+                        "streamed": streamed,
                         "response_end_ts": response_end,
                         "measure_start_ts": lo,
                         "measure_end_ts": hi,
@@ -209,6 +213,12 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
         "E2E ends at the last token (GuideLLM's request_latency runs to the stream's end: "
         "column response_end_ts)"
     )
+    if streamless:
+        assumptions.append(
+            f"{streamless} request(s) without a first-token time (not streamed): the first "
+            "token is taken to be the response (TTFT = E2E); GuideLLM leaves them out of its "
+            "TTFT and counts their ITL as 0 (column streamed)"
+        )
     if outside:
         assumptions.append(
             f"{outside} request(s) lie outside GuideLLM's measured window (its warm-up and "
