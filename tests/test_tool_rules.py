@@ -28,6 +28,9 @@ LIVE = [
     ("guidellm_0_8_1_two_benchmarks.json.gz", None, 1),
     ("guidellm_0_8_1_two_benchmarks.json.gz", None, None),  # the last, by default
     ("guidellm_0_8_1_non_streaming_benchmarks.json.gz", None, None),
+    ("vllm_0_33_bench_serve_with_errors.json", None, None),
+    ("aiperf_0_13_with_errors/profile_export.jsonl", None, None),
+    ("aiperf_0_13_with_errors/profile_export.jsonl", "profile_export_aiperf.csv", None),
 ]
 
 

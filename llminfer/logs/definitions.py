@@ -214,6 +214,8 @@ def _rule_differences(key: str, tool) -> list[str]:
             said.append(f"{name} counts only requests in its measured window.")
     elif rules.window == "phase" and key in _RATES and key != "window_s":
         said.append(f"{name} divides by its profiling phase's start → end, not its duration.")
+    if key == "goodput_rps":
+        said.append(f"{name}'s goodput needs its SLO, which the file does not hold.")
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
     key_note = tool.key_notes.get(key, "")

@@ -96,6 +96,8 @@ class ToolSummary:
             shown = f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else value
             lines.append(f"  {key:>14} = {shown}  ({self.names[key]})")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.rules is not None and self.rules.text:
+            lines.append(f"  rules: {self.rules.text}")
         return "\n".join(lines)
 
 
