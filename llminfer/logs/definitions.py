@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs.metrics import _as_log, _chunk_gaps, request_metrics, weighted_percentile
+from llminfer.logs.rules import reproduce, rows_of
 from llminfer.logs.schema import RequestLog
 from llminfer.logs.summary import summarize
 
@@ -115,6 +116,12 @@ def compare_definitions(log: RequestLog | pd.DataFrame, tool=None) -> pd.DataFra
     differ). When the log holds no run duration of its own (llmperf's per-request file alone)
     the rates use the tool's ``window_s``, and the note says so. Seconds, per second, counts.
 
+    When the summary carries its tool's ``rules`` (vLLM, AIPerf, GuideLLM:
+    ``llminfer.logs.rules``), ``llminfer_value`` is computed by the tool's own rules — its
+    requests and window, its E2E end, its weights and percentile method — so ``rel_diff`` is
+    ~0; ``llminfer_own`` is llminfer's own figure, ``same_definition`` says whether the two
+    agree by definition and ``note`` names each rule that differs.
+
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     log = _as_log(log)
@@ -132,8 +139,95 @@ def compare_definitions(log: RequestLog | pd.DataFrame, tool=None) -> pd.DataFra
 _RATES = ("window_s", "rps", "output_tps", "input_tps", "total_tps", "goodput_rps")
 
 
+def _by_rules(log: RequestLog, tool) -> pd.DataFrame:
+    """One row per figure of a ``ToolSummary`` that carries its tool's ``rules``: the tool's
+    value, llminfer's computed by the tool's rules (``llminfer_value``) and by llminfer's own
+    definitions (``llminfer_own``); ``note`` names each rule that differs from llminfer's."""
+    rules = tool.rules
+    figures = tool.to_dict()
+    ours = reproduce(log, tool)
+    part = RequestLog(rows_of(log, rules), log.rejected, log.source)
+    wanted = sorted({float(k.rsplit("_p", 1)[1]) for k in figures if _is_percentile(k)} | {50.0})
+    own = summarize(part, percentiles=wanted).to_dict() if len(part) else {}
+    empty = any("empty response" in a for a in log.source.assumptions) and tool.empty_as_ok
+    rows = []
+    for key, value in figures.items():
+        differs = _rule_differences(key, tool)
+        if empty and not key.startswith(("tpot_s", "itl_s", "output_tps", "window_s")):
+            differs.append(
+                "requests with 0 output tokens are failed in llminfer, successful in the tool"
+            )
+        mine = ours.get(key, math.nan)
+        both_zero = 0.0 if mine == 0 else float("nan")
+        diff = (mine - value) / value if value else both_zero
+        rows.append(
+            (
+                tool.names[key],
+                value,
+                mine,
+                diff,
+                not differs,
+                " ".join(differs),
+                float(own.get(key, math.nan)),
+            )
+        )
+    return pd.DataFrame(
+        rows,
+        index=pd.Index(list(figures), name="key"),
+        columns=[
+            "tool_name",
+            "tool_value",
+            "llminfer_value",
+            "rel_diff",
+            "same_definition",
+            "note",
+            "llminfer_own",
+        ],
+    )
+
+
+def _is_percentile(key: str) -> bool:
+    return "_p" in key and key.rsplit("_p", 1)[1][:1].isdigit()
+
+
+def _rule_differences(key: str, tool) -> list[str]:
+    """Where the tool's rule for ``key`` differs from llminfer's own definition, in words."""
+    rules, name = tool.rules, tool.tool
+    said = []
+    definition = tool.definitions.get(key, "")
+    own = "vllm_tpot" if key.startswith("tpot_s") else "vllm_itl"
+    if definition and definition != own:
+        said.append(f"{name} means {DEFINITIONS[definition]}")
+    if _is_percentile(key) and rules.percentile == "nearest_rank":
+        said.append(f"{name} reads percentiles by nearest rank (no interpolation).")
+    if key.startswith("e2e_s") and rules.e2e_end == "response_end":
+        said.append(f"{name} ends E2E at the response's end, not the last token.")
+    if rules.weighted and key.startswith(("tpot_s", "itl_s")):
+        said.append(f"{name} weights it by tokens.")
+    if rules.window == "measure":
+        if key in _RATES or key.startswith("n_"):
+            said.append(
+                f"{name} counts the requests overlapping its measured window (warm-up and "
+                "cool-down out) and divides by that window."
+            )
+        else:
+            said.append(f"{name} counts only requests in its measured window.")
+    elif rules.window == "phase" and key in _RATES and key != "window_s":
+        said.append(f"{name} divides by its profiling phase's start → end, not its duration.")
+    if key == "goodput_rps":
+        said.append(f"{name}'s goodput needs its SLO, which the file does not hold.")
+    if rules.resolution.get(key):
+        said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
+    key_note = tool.key_notes.get(key, "")
+    if key_note:
+        said.append(key_note)
+    return said
+
+
 def _against_tool(log: RequestLog, tool) -> pd.DataFrame:
     """One row per figure of a ``ToolSummary``: the tool's value beside llminfer's."""
+    if getattr(tool, "rules", None) is not None:
+        return _by_rules(log, tool)
     figures = tool.to_dict()
     wanted = sorted(
         {

@@ -46,6 +46,7 @@ def read_requests(
     format: str = "auto",
     on_error: str = "raise",
     time_unit: str | None = None,
+    benchmark: int | None = None,
 ) -> RequestLog:
     """Read a request log from a CSV path, a DataFrame or another tool's export.
 
@@ -68,8 +69,13 @@ def read_requests(
     with a message suggesting ``time_unit`` — never rescaled by a guess. (A DataFrame is the
     program's own data: it is not second-guessed.) Tool exports state their own units.
 
+    ``benchmark``: one benchmark (an index, negative from the end) of an export holding
+    several (GuideLLM's benchmarks.json); None reads them all, with a ``benchmark`` column.
+
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    if benchmark is not None and (not isinstance(source, (str, Path)) or is_many(Path(source))):
+        raise ValueError(f"benchmark={benchmark!r} applies to one tool export, not {source!r}")
     if format not in FORMATS:
         raise ValueError(f"format={format!r} is not known; use one of {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
@@ -92,6 +98,10 @@ def read_requests(
         raise ValueError("format='dataframe' needs a DataFrame, not a path")
     # A delimited text table is read here, where its row-level checks and line numbers live;
     # anything structured (JSON, JSON Lines, Parquet) goes to the tool importers.
+    if benchmark is not None and (
+        format == "csv" or (format == "auto" and not logfile.is_structured(path))
+    ):
+        raise ValueError(f"benchmark={benchmark!r} applies to a tool export, not a CSV log")
     if format == "csv" or (format == "auto" and not logfile.is_structured(path)):
         frame, assumptions = logfile.read_csv_file(path)
         where = LogSource("csv", str(path), tuple(assumptions))
@@ -103,7 +113,7 @@ def read_requests(
             error.lines = logfile.record_lines(path, error.rejected["row"].head(_SHOWN))
             raise
     try:
-        format, imported = importers.read(path, format)
+        format, imported = importers.read(path, format, benchmark=benchmark)
     except ValueError:
         raise
     except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:

@@ -390,12 +390,17 @@ class ToyServer:
             raise
 
     async def models(self, request: web.Request) -> web.Response:
+        # vLLM's model card (ModelCard in vllm/entrypoints/openai/protocol.py): ``root`` and
+        # ``parent`` too, which `vllm bench serve` without --model reads (``["root"]``).
         card = {
             "id": self.model_name,
             "object": "model",
             "created": 0,
             "owned_by": "llminfer",
+            "root": self.model_name,
+            "parent": None,
             "max_model_len": self.engine.model.config.max_context,
+            "permission": [],
         }
         return web.json_response({"object": "list", "data": [card]})
 

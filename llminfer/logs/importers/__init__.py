@@ -75,11 +75,14 @@ def detect_format(path: str | Path) -> str:
     return _classify(load(_path(path)))[0]
 
 
-def read(path: str | Path, format: str = "auto") -> tuple[str, Imported | None]:
+def read(
+    path: str | Path, format: str = "auto", benchmark: int | None = None
+) -> tuple[str, Imported | None]:
     """Read a tool export into request-log rows: ``(format, Imported)``.
 
     For ``csv`` the second item is None (``llminfer.logs`` reads CSVs itself). A summary-only
-    file raises an ``ExportError`` that says so and names ``read_summary``.
+    file raises an ``ExportError`` that says so and names ``read_summary``. ``benchmark``: one
+    benchmark (an index) of a file holding several (GuideLLM); None for all.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -102,22 +105,35 @@ def read(path: str | Path, format: str = "auto") -> tuple[str, Imported | None]:
     tool = TOOLS[format]
     if tool.detect(doc) is None:
         raise problem(doc.name, "", f"is not {format} output; {_what_was_looked_for()}")
+    if benchmark is not None:
+        if format != "guidellm":
+            raise ValueError(f"benchmark={benchmark!r}: a {format} export holds one run")
+        return format, tool.read(doc, benchmark=benchmark)
     return format, tool.read(doc)
 
 
-def read_summary(path: str | Path) -> ToolSummary:
+def read_summary(path: str | Path, benchmark: int | None = None) -> ToolSummary:
     """A tool's own aggregates — from a summary file or the run figures of a result file — in
     llminfer's names and units: ``to_dict()`` uses ``summarize``'s keys (``ttft_s_mean``,
     ``ttft_s_p99``, ``e2e_s_mean``, ``output_tps``, ``rps``, ``n_requests``, …) plus
     ``itl_s_mean/p50/p99`` for what the tool calls ITL; ``names`` gives each figure's name in the
-    tool. Seconds, requests/s, tokens/s.
+    tool. Seconds, requests/s, tokens/s. ``benchmark``: which benchmark (an index) of a file
+    holding several (GuideLLM; default the last); ``rules`` names the tool's own rules.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     doc = load(_path(path))
-    if doc.kind == "csv" and genai_perf.is_summary_csv(_files._head(doc.path, 4096)):
-        return genai_perf.read_summary_csv(doc.path)
+    if doc.kind == "csv" and benchmark is None:
+        head = _files._head(doc.path, 4096)
+        if aiperf.is_summary_csv(head):
+            return genai_perf.read_aiperf_summary_csv(doc.path)
+        if genai_perf.is_summary_csv(head):
+            return genai_perf.read_summary_csv(doc.path)
     format, _ = _classify(doc)
+    if benchmark is not None:
+        if format != "guidellm":
+            raise ValueError(f"benchmark={benchmark!r}: a {format} export holds one run")
+        return guidellm.read_summary(doc, benchmark=benchmark)
     if format in TABLES:
         raise problem(
             doc.name,

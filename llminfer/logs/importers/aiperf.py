@@ -24,12 +24,15 @@ TPOT; its chunk gaps are ``inter_chunk_latency``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
 
 from llminfer.logs.importers._files import Document, number, numbers, problem
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
+from llminfer.logs.rules import AIPERF
 
 FORMAT = "aiperf"
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
@@ -43,6 +46,8 @@ _AGGREGATES = {
 _RATES = {
     "request_throughput": "rps",
     "output_token_throughput": "output_tps",
+    "input_token_throughput": "input_tps",
+    "total_token_throughput": "total_tps",
     "benchmark_duration": "window_s",
     "request_count": "n_ok",
     "error_request_count": "n_failed",
@@ -130,7 +135,7 @@ def read(doc: Document) -> Imported:
             "llminfer.read_summary()",
         )
     records = doc.lines if doc.lines is not None else [(1, doc.json)]
-    rows, warmup, old = [], 0, 0
+    rows, warmup, old, streamless = [], 0, 0, 0
     for line, record in records:
         where = f"line {line}"
         if not _is_record(record):
@@ -170,6 +175,10 @@ def read(doc: Document) -> Imported:
             item = metrics.get(key)
             value = item.get("value") if isinstance(item, dict) else item
             tokens[key] = number(value, doc.name, f"{where}, metrics.{key}", allow_none=True)
+        if not failed and (ttft is None or math.isnan(ttft)) and latency is not None:
+            # Non-streaming: one response, no TTFT in AIPerf's record; its first token is
+            # the response (TTFT = E2E), as a client without a stream sees it.
+            ttft, streamless = latency, streamless + 1
         if not failed:
             for name, value in (("time_to_first_token", ttft), ("request_latency", latency)):
                 if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -221,6 +230,11 @@ def read(doc: Document) -> Imported:
         )
     if warmup:
         assumptions.append(f"{warmup} warm-up record(s) excluded, as AIPerf excludes them")
+    if streamless:
+        assumptions.append(
+            f"{streamless} record(s) without time_to_first_token (a non-streaming run): the "
+            "first token is taken to be the response, so TTFT = E2E for them"
+        )
     return Imported(frame, assumptions)
 
 
@@ -262,6 +276,7 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
                     definitions[key] = definition
         elif name in _RATES and isinstance(stats.get("avg"), (int, float)):
             values[_RATES[name]], names[_RATES[name]] = float(stats["avg"]), f"{name}.avg"
+    rules = replace(AIPERF, rate_window_s=_phase_seconds(doc.json))
     if "n_ok" in values:  # AIPerf's request_count counts valid requests only
         ok, ok_name = values.pop("n_ok"), names.pop("n_ok")
         values["n_requests"] = ok + values.get("n_failed", 0.0)
@@ -272,4 +287,42 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
         f"{tool} counts output tokens with the client's tokenizer unless told to use the "
         "server's usage",
     )
-    return ToolSummary(tool, doc.name, values, names, definitions, notes)
+    if tool != FORMAT:
+        rules = None
+    elif rules.rate_window_s is None:
+        notes += (
+            "the file holds no profiling-phase start_time/end_time: AIPerf's rate denominator "
+            "is taken as benchmark_duration, which it is not (AIPerf divides by the phase)",
+        )
+    return ToolSummary(tool, doc.name, values, names, definitions, notes, rules=rules)
+
+
+def _phase_seconds(data) -> float | None:
+    """AIPerf's rate denominator: the profiling phase's ``start_time`` → ``end_time`` (ISO
+    times in the aggregate JSON, ``observation_duration`` in aiperf/metrics/metric_dicts.py),
+    or ``phase_start_ns``/``phase_end_ns`` when a CSV's sibling gave them; None if absent."""
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("phase_ns"), (list, tuple)) and len(data["phase_ns"]) == 2:
+        lo, hi = data["phase_ns"]
+        return (hi - lo) * 1e-9 if hi > lo else None
+    try:
+        lo = datetime.fromisoformat(str(data["start_time"]))
+        hi = datetime.fromisoformat(str(data["end_time"]))
+    except (KeyError, ValueError, TypeError):
+        return None
+    seconds = (hi - lo).total_seconds()
+    return seconds if seconds > 0 else None
+
+
+def is_summary_csv(text: str) -> bool:
+    """Whether a CSV's text is AIPerf's ``profile_export_aiperf.csv``: request metrics
+    ``Metric,avg,min,max,sum,p1,…`` (GenAI-Perf's have no ``sum``) or AIPerf's run metrics
+    (``Benchmark Duration (sec)``, ``… (requests/sec)``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    first = text.lstrip().split("\n", 1)[0].replace(" ", "").lower()
+    return first.startswith("metric,avg,min,max,sum") or (
+        first == "metric,value" and ("Benchmark Duration (sec)" in text or "requests/sec" in text)
+    )

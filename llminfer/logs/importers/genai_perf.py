@@ -19,6 +19,7 @@ import glob
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +247,11 @@ def _csv_aggregate(path) -> dict:
         if row[0].strip().lower() == "metric":
             header = [c.strip().lower() for c in row]
             continue
+        if any(c.strip() in ("GPU_Index", "GPU_UUID") for c in row) or header == "skip":
+            # AIPerf's GPU-telemetry table (Endpoint,GPU_Index,…; empty without DCGM): not a
+            # request metric, skipped with its rows
+            header = "skip"
+            continue
         if header is None:
             raise problem(path, f"line {n}", "comes before any 'Metric,…' header row")
         match = re.fullmatch(r"\s*(.+?)\s*(?:\((.+)\))?\s*", row[0])
@@ -273,6 +279,42 @@ def read_summary_csv(path) -> ToolSummary:
     """
     doc = Document(Path(path), json=_csv_aggregate(path), kind="json")
     return _own(aiperf.read_summary(doc, tool=FORMAT))
+
+
+def read_aiperf_summary_csv(path) -> ToolSummary:
+    """AIPerf's ``profile_export_aiperf.csv`` (its GPU-telemetry section skipped) →
+    ``ToolSummary`` labelled ``aiperf``, with AIPerf's rules; figures have two decimals, and
+    ``rules.resolution`` rounds llminfer's the same way. The rate denominator (the profiling
+    phase) is read from ``profile_export_aiperf.json`` or ``phase_manifest.json`` beside it.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    path = Path(path)
+    data = _csv_aggregate(path)
+    sibling = path.with_name(re.sub(r"\.csv(\.gz)?$", r".json\1", path.name))
+    manifest = path.with_name("phase_manifest.json")
+    if sibling.is_file():
+        own = load(sibling).json
+        if isinstance(own, dict):
+            data.update({k: own[k] for k in ("start_time", "end_time") if k in own})
+    elif manifest.is_file():
+        phases = (load(manifest).json or {}).get("phases") or []
+        profiling = [
+            p for p in phases if isinstance(p, dict) and p.get("phase_kind") == "profiling"
+        ]
+        if len(profiling) == 1 and {"start_ns", "end_ns"} <= set(profiling[0]):
+            data["phase_ns"] = [profiling[0]["start_ns"], profiling[0]["end_ns"]]
+    summary = aiperf.read_summary(Document(path, json=data, kind="json"), tool=aiperf.FORMAT)
+    resolution = {}
+    for key, name in summary.names.items():
+        metric = name.split(".")[0]
+        unit = str((data.get(metric) or {}).get("unit", ""))
+        scale = aiperf._UNIT_SECONDS.get(unit, 1.0)
+        if not key.startswith("n_"):
+            resolution[key] = 0.01 * scale
+    summary.rules = replace(summary.rules, resolution=resolution)
+    summary.notes += ("AIPerf's CSV holds two decimals: llminfer's figures are rounded alike",)
+    return summary
 
 
 def _own(summary: ToolSummary) -> ToolSummary:

@@ -16,19 +16,25 @@ A request's times (epoch seconds):
   ``request_start``, ``first_token_iteration``, ``last_token_iteration``, ``request_end``,
   ``token_iterations``, and computed ``prompt_tokens``/``output_tokens``.
 
-The file holds only the requests GuideLLM kept for the measurement: those in its warm-up and
-cool-down (``--warmup``/``--cooldown``) are left out of ``requests`` and of ``metrics``; the
-importer reports how many requests the run made beyond those listed.
+Up to v0.4 the file held only the requests GuideLLM kept for the measurement. From v0.5 on
+(checked on 0.8.1) it keeps every request, warm-up and cool-down ones too, and its ``metrics``
+count only those overlapping the measured window ``scheduler_metrics.measure_start_time`` →
+``measure_end_time`` (``GenerativeMetrics.compile``, ``get_within_range``): the importer
+keeps every request with that window (``measure_start_ts``, ``measure_end_ts``), the stream's
+close (``response_end_ts``) and ``token_iterations``, and ``llminfer.logs.rules.GUIDELLM``
+applies GuideLLM's rules when comparing (``compare_definitions``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
 from llminfer.logs.importers._files import Document, number, problem
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
+from llminfer.logs.rules import GUIDELLM
 
 FORMAT = "guidellm"
 _METRICS = {
@@ -81,10 +87,37 @@ def _times(request: dict, path, where: str) -> tuple[float, float, float, float]
     )
 
 
-def read(doc: Document) -> Imported:
-    """Every benchmark's listed requests → one log (column ``benchmark`` says which).
+def _window(bench: dict) -> tuple[float, float]:
+    """A benchmark's measured window (epoch s): ``scheduler_metrics.measure_start_time`` →
+    ``measure_end_time`` (0.5 on), else the benchmark's ``start_time`` → ``end_time``."""
+    metrics = bench.get("scheduler_metrics") or bench.get("run_stats") or {}
+    lo = metrics.get("measure_start_time", bench.get("start_time"))
+    hi = metrics.get("measure_end_time", bench.get("end_time"))
+    lo = float(lo) if isinstance(lo, (int, float)) and not isinstance(lo, bool) else math.nan
+    hi = float(hi) if isinstance(hi, (int, float)) and not isinstance(hi, bool) else math.nan
+    return lo, hi
 
-    ``end_ts`` is the last token (as for the other tools), ``first_token_ts`` the first.
+
+def _index(doc: Document, benchmark) -> int | None:
+    """``benchmark`` (an index, negative from the end) checked against the file."""
+    if benchmark is None:
+        return None
+    count = len(doc.json["benchmarks"])
+    if isinstance(benchmark, bool) or not isinstance(benchmark, int):
+        raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
+    if not -count <= benchmark < count:
+        raise ValueError(f"benchmark={benchmark!r}: the file holds {count} benchmark(s)")
+    return benchmark % count
+
+
+def read(doc: Document, benchmark: int | None = None) -> Imported:
+    """Every benchmark's listed requests → one log (column ``benchmark`` says which), or only
+    benchmark ``benchmark`` (an index).
+
+    ``end_ts`` is the last token (as for the other tools), ``first_token_ts`` the first;
+    ``response_end_ts`` the response's end (GuideLLM's ``request_end``), ``measure_start_ts``
+    and ``measure_end_ts`` the benchmark's measured window, ``token_iterations`` the stream's
+    token iterations.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -95,8 +128,12 @@ def read(doc: Document) -> Imported:
             "is a GuideLLM benchmarks.json without per-request data "
             "(requests were not saved): read its aggregates with llminfer.read_summary()",
         )
-    rows, assumptions, left_out = [], [], 0
+    rows, assumptions, left_out, outside, streamless = [], [], 0, 0, 0
+    only = _index(doc, benchmark)
     for b, bench in enumerate(doc.json["benchmarks"]):
+        if only is not None and b != only:
+            continue
+        lo, hi = _window(bench)
         requests = bench.get("requests") or {}
         listed = 0
         for status in _STATUSES:
@@ -124,9 +161,24 @@ def read(doc: Document) -> Imported:
                     allow_none=True,
                 )
                 ok = status == "successful"
-                empty = ok and (out == 0 or math.isnan(first))
+                streamed = not math.isnan(first)
+                empty = ok and (out == 0 or (math.isnan(first) and math.isnan(end)))
                 good = ok and not empty
+                if good and not streamed:  # non-streaming: the first token is the response
+                    first, streamless = (last if not math.isnan(last) else end), streamless + 1
                 stop = last if not math.isnan(last) else end
+                response_end = request.get("request_end_time", end)
+                response_end = (
+                    number(response_end, doc.name, f"{where}, field request_end_time")
+                    if response_end is not None
+                    else math.nan
+                )
+                if math.isnan(response_end):
+                    response_end = end
+                timings = (request.get("info") or {}).get("timings") or {}
+                iterations = timings.get("token_iterations")
+                if not math.isnan(lo) and not (response_end >= lo and start <= hi):
+                    outside += 1
                 rows.append(
                     {
                         "request_id": str(
@@ -140,6 +192,13 @@ def read(doc: Document) -> Imported:
                         "status": "ok" if good else "failed",
                         "error": "" if good else ("empty response" if empty else status),
                         "benchmark": b,
+                        "streamed": streamed,
+                        "response_end_ts": response_end,
+                        "measure_start_ts": lo,
+                        "measure_end_ts": hi,
+                        "token_iterations": (
+                            float(iterations) if isinstance(iterations, (int, float)) else math.nan
+                        ),
                     }
                 )
         totals = bench.get("request_totals") or (bench.get("run_stats") or {}).get("requests_made")
@@ -151,37 +210,50 @@ def read(doc: Document) -> Imported:
     if frame["request_id"].duplicated().any():
         frame["request_id"] = [f"{r}#{i}" for i, r in enumerate(frame["request_id"])]
     assumptions.append(
-        "E2E ends at the last token (GuideLLM's request_latency runs to the stream's end)"
+        "E2E ends at the last token (GuideLLM's request_latency runs to the stream's end: "
+        "column response_end_ts)"
     )
-    assumptions.append(
-        "only the requests GuideLLM kept are in the file: its warm-up and cool-down requests "
-        "are excluded, as in its own metrics"
-    )
+    if streamless:
+        assumptions.append(
+            f"{streamless} request(s) without a first-token time (not streamed): the first "
+            "token is taken to be the response (TTFT = E2E); GuideLLM leaves them out of its "
+            "TTFT and counts their ITL as 0 (column streamed)"
+        )
+    if outside:
+        assumptions.append(
+            f"{outside} request(s) lie outside GuideLLM's measured window (its warm-up and "
+            "cool-down): they are in the log, and out of GuideLLM's own metrics "
+            "(compare_definitions applies its window)"
+        )
     if left_out:
         assumptions.append(
             f"{left_out} request(s) counted in request_totals are not listed (warm-up/cool-down "
             "exclusion or --sample-requests)"
         )
-    if len(doc.json["benchmarks"]) > 1:
+    if len(doc.json["benchmarks"]) > 1 and only is None:
         assumptions.append(
             f"{len(doc.json['benchmarks'])} benchmarks in one log: filter column 'benchmark'"
         )
     return Imported(frame, assumptions)
 
 
-def read_summary(doc: Document, benchmark: int = -1) -> ToolSummary:
-    """One benchmark's ``metrics`` (the last by default) → ``ToolSummary``.
+def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
+    """One benchmark's ``metrics`` (``benchmark``: an index; the last by default) →
+    ``ToolSummary``, with GuideLLM's rules for that benchmark (``rules.benchmark``).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     benches = doc.json["benchmarks"]
-    bench = benches[benchmark]
+    index = _index(doc, -1 if benchmark is None else benchmark)
+    bench = benches[index]
     metrics = bench.get("metrics") or {}
     values, names, definitions = {}, {}, {}
     for name, (metric, scale, definition) in _METRICS.items():
         stats = (metrics.get(name) or {}).get("successful") or {}
         flat = dict(stats)
         flat.update(stats.get("percentiles") or {})
+        if not flat.get("count", 1):
+            continue  # no request measured: GuideLLM writes 0.0 for every statistic
         for word, value in flat.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
@@ -193,18 +265,36 @@ def read_summary(doc: Document, benchmark: int = -1) -> ToolSummary:
             values[key], names[key] = float(value) * scale, f"metrics.{name}.successful.{word}"
             if definition:
                 definitions[key] = definition
-    for name, key in (("requests_per_second", "rps"), ("output_tokens_per_second", "output_tps")):
+    for name, key in (
+        ("requests_per_second", "rps"),
+        ("output_tokens_per_second", "output_tps"),
+        ("prompt_tokens_per_second", "input_tps"),
+    ):
         mean = ((metrics.get(name) or {}).get("successful") or {}).get("mean")
         if isinstance(mean, (int, float)):
             values[key], names[key] = float(mean), f"metrics.{name}.successful.mean"
+    totals = metrics.get("request_totals")
+    if isinstance(totals, dict) and all(
+        isinstance(totals.get(k), (int, float)) for k in ("total", "errored", "incomplete")
+    ):
+        values["n_requests"], names["n_requests"] = float(totals["total"]), "request_totals.total"
+        values["n_failed"] = float(totals["errored"] + totals["incomplete"])
+        names["n_failed"] = "request_totals.errored + incomplete"
+    lo, hi = _window(bench)
+    if math.isfinite(hi - lo) and "scheduler_metrics" in bench:
+        values["window_s"] = hi - lo
+        names["window_s"] = "scheduler_metrics.measure_end_time − measure_start_time"
     notes = (
         "GuideLLM's TPOT includes TTFT ((last token − start)/N) and its ITL is "
         "(last − first)/(N − 1); both are averaged over tokens, not requests",
-        "GuideLLM's rates are time-weighted over the measured window (warm-up and cool-down cut)",
+        "GuideLLM counts only requests overlapping its measured window (warm-up and cool-down "
+        "cut), reads percentiles by nearest rank and ends request_latency at the response's "
+        "end; its rates are events inside the window / the window's length",
     )
     if len(benches) > 1:
         notes += (
-            f"{len(benches)} benchmarks in the file: figures of benchmark "
-            f"{benchmark % len(benches)}",
+            f"{len(benches)} benchmarks in the file: figures of benchmark {index} (pass "
+            "benchmark= for another); compare_definitions uses that benchmark's requests",
         )
-    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes)
+    rules = replace(GUIDELLM, benchmark=index)
+    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes, rules=rules)

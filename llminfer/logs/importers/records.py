@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from llminfer.logs.rules import ToolRules
+
 #: The keys a ToolSummary may hold, in display order: ``summarize``'s keys plus ITL.
 SUMMARY_KEYS = (
     "n_requests",
@@ -56,7 +58,9 @@ class ToolSummary:
     the same quantity; ``notes``: what differs from llminfer's definitions; ``key_notes``: a
     difference that concerns one figure only (``compare_definitions`` shows it on that row);
     ``empty_as_ok``: whether the tool keeps requests that returned no tokens in its latency
-    statistics as successful (vLLM, llmperf) or leaves them out (GenAI-Perf).
+    statistics as successful (vLLM, llmperf) or leaves them out (GenAI-Perf); ``rules``: the
+    tool's own rules (window, requests counted, E2E end, percentile method) when llminfer knows
+    them, used by ``compare_definitions`` to compute each figure as the tool does.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -69,6 +73,9 @@ class ToolSummary:
     notes: tuple[str, ...] = ()
     key_notes: dict[str, str] = field(default_factory=dict)
     empty_as_ok: bool = True
+    #: The tool's own rules (``llminfer.logs.rules.ToolRules``): with them
+    #: ``compare_definitions`` recomputes every figure the tool's way; None: llminfer's way.
+    rules: ToolRules | None = None
 
     def to_dict(self) -> dict[str, float]:
         """The figures as a flat dict keyed like ``Summary.to_dict()`` (seconds, per second)."""
@@ -89,6 +96,8 @@ class ToolSummary:
             shown = f"{value:.6g}" if isinstance(value, float) and not math.isnan(value) else value
             lines.append(f"  {key:>14} = {shown}  ({self.names[key]})")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.rules is not None and self.rules.text:
+            lines.append(f"  rules: {self.rules.text}")
         return "\n".join(lines)
 
 

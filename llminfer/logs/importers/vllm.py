@@ -19,6 +19,7 @@ import pandas as pd
 
 from llminfer.logs.importers._files import Document, field_of, number, numbers, problem
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
+from llminfer.logs.rules import VLLM
 
 FORMAT = "vllm"
 #: Per-request arrays any vLLM version writes with --save-detailed (or always, before 2025).
@@ -246,4 +247,4 @@ def read_summary(doc: Document) -> ToolSummary:
         "vLLM's duration runs from the first request sent to the last response, arrival "
         "period included; rates are per that duration",
     )
-    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes)
+    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes, rules=VLLM)

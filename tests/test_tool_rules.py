@@ -1,0 +1,178 @@
+"""Each tool's own numbers, reproduced: for every live-run fixture (vLLM 0.33.0 ``bench serve``,
+AIPerf 0.13.0, GuideLLM 0.8.1 against ``llminfer serve``; commands in tests/fixtures/README.md)
+and every figure in its ToolSummary, llminfer's value computed by the tool's own rules
+(``llminfer.logs.rules``) is within 0.1 % of the tool's."""
+
+import json
+import math
+import urllib.request
+
+import numpy as np
+import pytest
+
+from llminfer import compare_definitions, read_requests, read_summary
+from llminfer.logs.rules import GUIDELLM, ToolRules, nearest_rank, statistic
+from tests.test_importers import FIX
+
+#: (per-request file, summary file or None for the same file, benchmark index or None).
+LIVE = [
+    ("vllm_0_33_bench_serve.json", None, None),
+    ("aiperf_0_13_streaming/profile_export.jsonl", None, None),
+    ("aiperf_0_13_streaming/profile_export.jsonl", "profile_export_aiperf.json", None),
+    ("aiperf_0_13_streaming/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    ("aiperf_0_13_non_streaming/profile_export.jsonl", None, None),
+    ("aiperf_0_13_non_streaming/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    ("guidellm_0_8_1_warmup_cooldown_benchmarks.json.gz", None, None),
+    ("guidellm_0_8_1_max_duration_benchmarks.json.gz", None, None),
+    ("guidellm_0_8_1_two_benchmarks.json.gz", None, 0),
+    ("guidellm_0_8_1_two_benchmarks.json.gz", None, 1),
+    ("guidellm_0_8_1_two_benchmarks.json.gz", None, None),  # the last, by default
+    ("guidellm_0_8_1_non_streaming_benchmarks.json.gz", None, None),
+    ("vllm_0_33_bench_serve_with_errors.json", None, None),
+    ("aiperf_0_13_with_errors/profile_export.jsonl", None, None),
+    ("aiperf_0_13_with_errors/profile_export.jsonl", "profile_export_aiperf.csv", None),
+]
+
+
+def _summary(name, summary, benchmark):
+    path = FIX / name if summary is None else (FIX / name).with_name(summary)
+    return read_summary(path) if benchmark is None else read_summary(path, benchmark=benchmark)
+
+
+@pytest.mark.parametrize(("name", "summary", "benchmark"), LIVE)
+def test_every_figure_of_every_live_export_is_reproduced(name, summary, benchmark):
+    log = read_requests(FIX / name)
+    tool = _summary(name, summary, benchmark)
+    assert tool.rules is not None and len(tool.values) >= 15
+    table = compare_definitions(log, tool)
+    assert list(table.index) == list(tool.to_dict())
+    for key, row in table.iterrows():
+        ours, theirs = row["llminfer_value"], row["tool_value"]
+        assert math.isfinite(ours), (key, row.to_dict())
+        if theirs == 0:
+            assert ours == 0, key
+        else:
+            assert abs(ours - theirs) / abs(theirs) < 1e-3, (key, row.to_dict())
+
+
+def test_guidellm_keeps_warmup_requests_and_counts_by_its_window():
+    name = FIX / "guidellm_0_8_1_warmup_cooldown_benchmarks.json.gz"
+    log = read_requests(name)
+    tool = read_summary(name)
+    assert len(log) == 50 and tool.values["n_requests"] < 50  # warm-up/cool-down are in the file
+    assert any("outside GuideLLM's measured window" in a for a in log.source.assumptions)
+    table = compare_definitions(log, tool)
+    # llminfer's own figures (all 50, interpolated, E2E to the last token) differ, and say why
+    assert "nearest rank" in table.loc["ttft_s_p90", "note"]
+    assert not table.loc["ttft_s_p90", "same_definition"]
+    assert "response's end" in table.loc["e2e_s_mean", "note"]
+    assert "measured window" in table.loc["rps", "note"]
+    assert table.loc["e2e_s_mean", "llminfer_own"] != pytest.approx(
+        table.loc["e2e_s_mean", "tool_value"], rel=1e-4
+    )
+
+
+def test_guidellm_several_benchmarks_are_read_one_at_a_time():
+    name = FIX / "guidellm_0_8_1_two_benchmarks.json.gz"
+    both = read_requests(name)
+    assert sorted(both.requests["benchmark"].unique()) == [0, 1]
+    first = read_requests(name, benchmark=0)
+    assert set(first.requests["benchmark"]) == {0} and len(first) < len(both)
+    s0, s1 = read_summary(name, benchmark=0), read_summary(name, benchmark=1)
+    assert s0.rules.benchmark == 0 and s1.rules.benchmark == 1
+    assert s0.values["rps"] != pytest.approx(s1.values["rps"], rel=1e-3)
+    assert read_summary(name).rules.benchmark == 1  # the last by default, and said so
+    assert any("benchmark 1" in n for n in read_summary(name).notes)
+    # one benchmark's log against its own figures
+    table = compare_definitions(first, s0)
+    assert (table["rel_diff"].abs() < 1e-3).all()
+    with pytest.raises(ValueError, match="2 benchmark"):
+        read_summary(name, benchmark=2)
+    with pytest.raises(ValueError, match="one run"):
+        read_summary(FIX / "vllm_0_33_bench_serve.json", benchmark=0)
+
+
+def test_guidellm_max_duration_rates_use_the_measured_window():
+    name = FIX / "guidellm_0_8_1_max_duration_benchmarks.json.gz"
+    data = json.loads(__import__("gzip").decompress(name.read_bytes()))
+    bench = data["benchmarks"][0]
+    tool = read_summary(name)
+    metrics = bench["scheduler_metrics"]
+    window = metrics["measure_end_time"] - metrics["measure_start_time"]
+    assert tool.values["window_s"] == pytest.approx(window)
+    assert tool.values["window_s"] == pytest.approx(bench["duration"], rel=1e-6)
+    table = compare_definitions(read_requests(name), tool)
+    assert abs(table.loc["rps", "rel_diff"]) < 1e-3
+
+
+def test_aiperf_rates_divide_by_the_profiling_phase_not_benchmark_duration():
+    name = FIX / "aiperf_0_13_streaming/profile_export.jsonl"
+    tool = read_summary(name)
+    phase = json.loads((name.parent / "phase_manifest.json").read_text())["phases"][1]
+    assert tool.rules.rate_window_s == pytest.approx((phase["end_ns"] - phase["start_ns"]) * 1e-9)
+    assert tool.rules.rate_window_s > tool.values["window_s"]  # phase > first start → last end
+    assert tool.values["rps"] == pytest.approx(
+        tool.values["n_requests"] / tool.rules.rate_window_s, rel=1e-6
+    )
+    assert "profiling phase" in compare_definitions(read_requests(name), tool).loc["rps", "note"]
+
+
+def test_aiperf_non_streaming_records_and_csv_with_an_empty_gpu_section():
+    records = FIX / "aiperf_0_13_non_streaming/profile_export.jsonl"
+    log = read_requests(records)
+    assert len(log) == 30 and log.n_failed == 0
+    assert any("non-streaming" in a for a in log.source.assumptions)
+    streaming_csv = FIX / "aiperf_0_13_streaming/profile_export_aiperf.csv"
+    assert "GPU_Index" in streaming_csv.read_text()  # AIPerf's empty telemetry table
+    csv_summary = read_summary(streaming_csv)
+    assert csv_summary.tool == "aiperf"
+    json_summary = read_summary(streaming_csv.with_suffix(".json"))
+    for key, value in csv_summary.values.items():
+        assert value == pytest.approx(json_summary.values[key], rel=2e-3, abs=1e-5), key
+
+
+def test_vllm_itl_percentiles_are_over_pooled_chunk_gaps():
+    name = FIX / "vllm_0_33_bench_serve.json"
+    data = json.loads(name.read_text())
+    gaps = np.concatenate([g for g in data["itls"] if g])
+    table = compare_definitions(read_requests(name), read_summary(name))
+    for q in (25, 75, 90, 95):
+        assert table.loc[f"itl_s_p{q}", "llminfer_value"] == pytest.approx(
+            np.percentile(gaps, q), rel=1e-9
+        )
+        assert table.loc[f"itl_s_p{q}", "tool_value"] == pytest.approx(
+            data[f"p{q}_itl_ms"] / 1000, rel=1e-9
+        )
+
+
+def test_nearest_rank_is_guidellms_percentile():
+    values = [1.0, 2.0, 3.0, 4.0]
+    assert nearest_rank(values, None, 50) == 2.0  # smallest value with CDF ≥ 0.5
+    assert nearest_rank(values, None, 51) == 3.0
+    assert statistic(values, None, "p50", "linear") == 2.5
+    assert nearest_rank([1.0, 2.0], [3, 1], 75) == 1.0  # weighted: CDF 0.75 at 1.0
+    assert statistic([1.0, 2.0], [3, 1], "mean", "nearest_rank") == pytest.approx(1.25)
+    assert math.isnan(nearest_rank([], None, 50))
+    assert GUIDELLM.percentile == "nearest_rank"
+    with pytest.raises(ValueError, match="percentile"):
+        ToolRules("x", percentile="cubic")
+
+
+def test_serve_model_card_has_vllms_fields():
+    from llminfer.serve import ServerProcess
+
+    with (
+        ServerProcess(["--preset", "small"], shutdown_after=60) as server,
+        urllib.request.urlopen(server.url + "/models", timeout=10) as answer,
+    ):
+        card = json.load(answer)["data"][0]
+    assert card["root"] == card["id"] and "parent" in card and card["max_model_len"] > 0
+
+
+def test_guidellm_non_streaming_requests_are_successful_without_ttft():
+    name = FIX / "guidellm_0_8_1_non_streaming_benchmarks.json.gz"
+    log = read_requests(name)
+    assert log.n_failed == 0 and not log.requests["streamed"].any()
+    tool = read_summary(name)
+    assert "ttft_s_mean" not in tool.values  # GuideLLM measured no TTFT
+    assert tool.values["itl_s_mean"] == 0.0  # and counts each request's ITL as 0
