@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llminfer import compare_definitions, percentile, read_requests, request_metrics, summarize
-from llminfer.logs.metrics import weighted_percentile
+from llminfer.logs.quantiles import weighted_percentile
 from llminfer.logs.summary import meets_slo
 from llminfer.logs.timeline import in_flight, output_tps_over_time
 

@@ -12,7 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from llminfer.logs.metrics import _as_log, _chunk_gaps, request_metrics, weighted_percentile
+from llminfer.logs.chunks import chunk_gaps
+from llminfer.logs.metrics import _as_log, request_metrics
+from llminfer.logs.quantiles import weighted_percentile
 from llminfer.logs.rules import reproduce, rows_of
 from llminfer.logs.schema import RequestLog
 from llminfer.logs.summary import summarize
@@ -87,9 +89,9 @@ def _per_request(log: RequestLog) -> tuple[dict, dict[str, str]]:
         own = requests["llmperf_itl_s"].to_numpy(dtype=float)
         samples["llmperf_itl"] = (own[~np.isnan(own)], None)
         notes["llmperf_itl"] = "llmperf's own per-request inter_token_latency_s"
-    if "token_ts" in requests.columns and len(_chunk_gaps(requests)[0]):
-        samples["vllm_itl"] = (_chunk_gaps(requests)[0], None)
-        samples["sglang_itl"] = (_chunk_gaps(requests, per_token=True)[0], None)
+    if "token_ts" in requests.columns and len(chunk_gaps(requests)[0]):
+        samples["vllm_itl"] = (chunk_gaps(requests)[0], None)
+        samples["sglang_itl"] = (chunk_gaps(requests, per_token=True)[0], None)
         if "chunk_tokens" not in requests.columns:
             notes["sglang_itl"] = "no chunk_tokens in the log: one token per chunk assumed"
     else:

@@ -12,11 +12,12 @@ Everything is vectorised (numpy/pandas): no Python loop per request.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
+from llminfer.logs.chunks import chunk_gaps
 from llminfer.logs.reading import read_requests
 from llminfer.logs.schema import BLOCK_ROWS, RequestLog
 
@@ -51,70 +52,12 @@ def percentile(values: Iterable[float], q: float) -> float:
     return float(ordered[lower] * (1 - weight) + ordered[upper] * weight)
 
 
-def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
-    """Percentile of ``values`` where each value counts ``weights`` times (integer weights).
-
-    Equals ``percentile(np.repeat(values, weights), q)`` without building the repeated array;
-    used for token-weighted definitions (GuideLLM). ``q`` in [0, 1].
-
-    Introduced in: notebooks/06_log_analysis.ipynb
-    """
-    values = np.asarray(values, dtype=float).ravel()
-    weights = np.asarray(weights, dtype=np.int64).ravel()
-    if values.shape != weights.shape:
-        raise ValueError(f"values and weights differ in length: {values.size} vs {weights.size}")
-    if (weights < 0).any():
-        raise ValueError("weights must be non-negative integers")
-    if not 0 <= q <= 1:
-        raise ValueError(f"q={q!r} must be a fraction between 0 and 1")
-    order = np.argsort(values, kind="stable")
-    values, weights = values[order], weights[order]
-    ends = np.cumsum(weights)  # the repeated array's element k sits in the first run ends > k
-    total = int(ends[-1]) if ends.size else 0
-    if total == 0:
-        raise ValueError("values must not be empty (total weight is 0)")
-    position = (total - 1) * q
-    lower, upper = math.floor(position), math.ceil(position)
-    at = np.searchsorted(ends, [lower, upper], side="right")
-    low, high = values[at[0]], values[at[1]]
-    return float(low + (high - low) * (position - lower))
-
-
 def _as_log(log: RequestLog | pd.DataFrame) -> RequestLog:
     if isinstance(log, RequestLog):
         return log
     if isinstance(log, pd.DataFrame):
         return read_requests(log)
     raise ValueError(f"log must be a RequestLog or a DataFrame, not {type(log).__name__}")
-
-
-def _chunk_gaps(requests: pd.DataFrame, per_token: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled gaps between consecutive chunks of every request, and the owning row of each.
-
-    With ``per_token`` a gap before a chunk of k tokens becomes k samples of gap / k (SGLang).
-    """
-    cells = requests["token_ts"].to_numpy(dtype=object)
-    present = np.array([c is not None and not np.isscalar(c) for c in cells], dtype=bool)
-    if not present.any():
-        return np.empty(0), np.empty(0, dtype=np.int64)
-    arrays = [np.asarray(c, dtype=float) for c in cells[present]]
-    lengths = np.array([a.size for a in arrays])
-    flat = np.concatenate(arrays)
-    owner = np.repeat(np.flatnonzero(present), lengths)
-    gaps = np.diff(flat)
-    inside = owner[1:] == owner[:-1]  # drop the jumps from one request's last chunk to the next
-    gaps, gap_owner = gaps[inside], owner[1:][inside]
-    if per_token and "chunk_tokens" in requests.columns:
-        counts_cells = requests["chunk_tokens"].to_numpy(dtype=object)[present]
-        counts = np.concatenate(
-            [
-                np.ones(n) if c is None or np.isscalar(c) else np.asarray(c, dtype=float)
-                for c, n in zip(counts_cells, lengths, strict=True)
-            ]
-        )[1:][inside].astype(np.int64)
-        gaps = np.repeat(gaps / counts, counts)
-        gap_owner = np.repeat(gap_owner, counts)
-    return gaps, gap_owner
 
 
 #: The per-request metrics every log has, computed by ``_core_metric``.
@@ -207,7 +150,7 @@ def request_metrics(log: RequestLog | pd.DataFrame, copy: bool = True) -> pd.Dat
         out["queue_s"] = scheduled - out["start_ts"].to_numpy()
         out["prefill_s"] = requests["first_token_ts"].to_numpy(dtype=float) - scheduled
     if "token_ts" in requests.columns:
-        gaps, owner = _chunk_gaps(requests)
+        gaps, owner = chunk_gaps(requests)
         n = len(requests)
         count = np.bincount(owner, minlength=n)
         total = np.bincount(owner, weights=gaps, minlength=n)
@@ -235,7 +178,7 @@ def chunk_itl(log: RequestLog | pd.DataFrame) -> dict[str, float]:
     log = _as_log(log)
     if "token_ts" not in log.requests.columns:
         return {}
-    gaps = _chunk_gaps(log.ok.reset_index(drop=True))[0]
+    gaps = chunk_gaps(log.ok.reset_index(drop=True))[0]
     if gaps.size == 0:
         return {}
     p50, p99 = np.percentile(gaps, [50, 99])

@@ -11,6 +11,7 @@ that found the order statistics some other way (the streaming summariser in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -83,3 +84,32 @@ def select_percentiles(
         work[lo:].partition(int(k) - lo)
         lo = int(k) + 1
     return percentiles_from_ranks(work[lower], work[upper], weights)
+
+
+def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """Percentile of ``values`` where each value counts ``weights`` times (integer weights).
+
+    Equals ``percentile(np.repeat(values, weights), q)`` without building the repeated array;
+    used for token-weighted definitions (GuideLLM). ``q`` in [0, 1].
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    weights = np.asarray(weights, dtype=np.int64).ravel()
+    if values.shape != weights.shape:
+        raise ValueError(f"values and weights differ in length: {values.size} vs {weights.size}")
+    if (weights < 0).any():
+        raise ValueError("weights must be non-negative integers")
+    if not 0 <= q <= 1:
+        raise ValueError(f"q={q!r} must be a fraction between 0 and 1")
+    order = np.argsort(values, kind="stable")
+    values, weights = values[order], weights[order]
+    ends = np.cumsum(weights)  # the repeated array's element k sits in the first run ends > k
+    total = int(ends[-1]) if ends.size else 0
+    if total == 0:
+        raise ValueError("values must not be empty (total weight is 0)")
+    position = (total - 1) * q
+    lower, upper = math.floor(position), math.ceil(position)
+    at = np.searchsorted(ends, [lower, upper], side="right")
+    low, high = values[at[0]], values[at[1]]
+    return float(low + (high - low) * (position - lower))

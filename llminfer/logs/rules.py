@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from llminfer.logs.chunks import chunk_gaps
+from llminfer.logs.quantiles import weighted_percentile
 from llminfer.logs.schema import RequestLog
 
 #: Percentile methods: ``linear`` (numpy's default) and ``nearest_rank`` (GuideLLM's).
@@ -166,8 +168,6 @@ def statistic(values, weights, stat: str, method: str = "linear") -> float:
     q = _q(stat)
     if weights is None:
         return float(np.percentile(values, q))
-    from llminfer.logs.metrics import weighted_percentile
-
     return float(weighted_percentile(values, weights.astype(np.int64), q / 100))
 
 
@@ -285,10 +285,8 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             use = chosen & multi
             samples[metric] = (decode_per_token[use], n_out[use] - 1)
         elif kind == "vllm_itl":
-            from llminfer.logs.metrics import _chunk_gaps  # metrics imports the importers
-
             part = requests[chosen]
-            gaps = _chunk_gaps(part)[0] if "token_ts" in part.columns and len(part) else []
+            gaps = chunk_gaps(part)[0] if "token_ts" in part.columns and len(part) else []
             samples[metric] = (np.asarray(gaps, dtype=float), None)
         else:  # (E2E − TTFT)/(N − 1) per request: vLLM's TPOT, AIPerf's/GenAI-Perf's ITL
             use = chosen & multi
