@@ -27,6 +27,7 @@ quoting a p99. (Disabling Python's garbage collector did not change the p99: 3.8
 from llminfer.bench.client import BenchRun, RequestRecord, bench, plan_requests, run_bench
 from llminfer.bench.results import (
     accounting,
+    arrival_window_tps,
     decode_tps,
     load_workloads,
     records_frame,
@@ -43,6 +44,7 @@ __all__ = [
     "RequestRecord",
     "SSEDecoder",
     "accounting",
+    "arrival_window_tps",
     "bench",
     "decode_tps",
     "load_workloads",

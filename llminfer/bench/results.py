@@ -135,6 +135,31 @@ def decode_tps(frame: pd.DataFrame) -> float:
     return float((ok["output_tokens"] - 1).sum() / span) if span > 0 else float("nan")
 
 
+def arrival_window_tps(frame: pd.DataFrame) -> float:
+    """Output tokens/s while the load was fully on: tokens emitted (by their ``token_ts``,
+    counted with ``chunk_tokens`` when present) between the first request's start and the last
+    request's start, over that span (ok requests' tokens; NaN for a span of 0). In a closed loop
+    every user is busy in that window; after the last request is sent, users drop out one by
+    one, so a run's whole window (first start → last end, ``output_tps``) mixes in its drain.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    starts = frame["start_ts"].to_numpy(dtype=float)
+    t0, t1 = float(np.nanmin(starts)), float(np.nanmax(starts))
+    if not t1 > t0:
+        return float("nan")
+    ok = frame[frame["status"] == "ok"]
+    counts = ok["chunk_tokens"] if "chunk_tokens" in ok.columns else [None] * len(ok)
+    tokens = 0.0
+    for times, chunk in zip(ok["token_ts"], counts, strict=True):
+        if times is None:
+            continue
+        times = np.asarray(times, dtype=float)
+        inside = (times >= t0) & (times <= t1)
+        tokens += float(np.asarray(chunk)[inside].sum()) if chunk is not None else inside.sum()
+    return tokens / (t1 - t0)
+
+
 def load_workloads(
     workload: Workload,
     concurrencies: Sequence[int] | None = None,
@@ -191,8 +216,9 @@ def sweep_server(
     points (and ``requests_per_user``) are ``load_workloads``'s.
 
     Returns (table, logs): one table row per load with the load column, ``failed``,
-    ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
-    its request log (a DataFrame in chapter 6's schema).
+    ``decode_tps``, ``arrival_tps`` (``arrival_window_tps``) and every field of
+    ``summarize(...).to_dict()``; ``logs`` maps each load to its request log (a DataFrame in
+    chapter 6's schema).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -205,7 +231,13 @@ def sweep_server(
         logs[value] = frame
         summary = summarize(frame, percentiles=percentiles).to_dict()
         rows.append(
-            {kind: value, "failed": counts["failed"], "decode_tps": decode_tps(frame), **summary}
+            {
+                kind: value,
+                "failed": counts["failed"],
+                "decode_tps": decode_tps(frame),
+                "arrival_tps": arrival_window_tps(frame),
+                **summary,
+            }
         )
     return pd.DataFrame(rows), logs
 
@@ -223,7 +255,8 @@ def simulate_sweep(
     ``llminfer.sim.simulate.simulate`` (``model``, ``gpu``, ``engine``, ``capacity_blocks``,
     ``profile``: a paced server's ``ServeConfig.simulate_kwargs()``).
 
-    Returns (table, logs) as ``sweep_server`` does (``decode_tps`` included; ``failed`` is 0).
+    Returns (table, logs) as ``sweep_server`` does (``decode_tps`` and ``arrival_tps``
+    included; ``failed`` is 0).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -234,5 +267,13 @@ def simulate_sweep(
         frame = result.requests.assign(status="ok")
         logs[value] = frame
         summary = summarize(result.log, percentiles=percentiles).to_dict()
-        rows.append({kind: value, "failed": 0, "decode_tps": decode_tps(frame), **summary})
+        rows.append(
+            {
+                kind: value,
+                "failed": 0,
+                "decode_tps": decode_tps(frame),
+                "arrival_tps": arrival_window_tps(frame),
+                **summary,
+            }
+        )
     return pd.DataFrame(rows), logs

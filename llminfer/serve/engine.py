@@ -34,7 +34,10 @@ whichever is later, and its tokens go out at start + predicted seconds; the CPU 
 steps (streaming the last step's tokens, planning the next) overlaps the "GPU" time, as it
 does in vLLM, whose API server streams while the engine core runs the next step. A step whose
 CPU work outlasts its predicted time is *late* (``late_steps``, ``max_late_s``): its tokens go
-out as soon as they can, and the run is slower than the prediction.
+out at once, and the following steps catch up with the predicted timeline (up to
+``CATCH_UP_S`` behind; no step starts before its inputs arrived), so a moment of CPU
+starvation delays tokens without slowing the run; a CPU that is short for longer makes the run
+slower than the prediction, never faster.
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ PRESETS: dict[str, dict] = {
 }
 VOCAB_SIZE = 1024
 MAX_CONTEXT = 2048
+#: Paced mode: seconds a late engine may fall behind its predicted timeline and still catch up
+#: (the next steps' tokens go out without waiting until it is back on time). A GPU does not
+#: stop while the server's process waits for a CPU that other programs hold; further behind
+#: than this (a suspended laptop), the timeline restarts from now.
+CATCH_UP_S = 0.2
 
 
 def parse_paced(spec: str) -> tuple[Model, GPU, str]:
@@ -545,10 +553,11 @@ class ToyEngine:
         # (streaming the previous tokens, this plan) overlaps the previous step.
         start = max(self.free_at_s, max(r.arrival_s for r, _ in plan))
         due = start + seconds
-        if due < now:  # the CPU took longer than the step: late, go out at once
+        if due < now:  # the CPU took longer than the step: late, its tokens go out at once
             self.late_steps += 1
             self.max_late_s = max(self.max_late_s, now - due)
-            start, due = now - seconds, now
+            if now - due > CATCH_UP_S:  # too far behind to catch up: restart the clock here
+                start, due = now - seconds, now
         self.free_at_s, self.step_seconds, self.due_s = due, seconds, due
         if self.step_log is not None:
             self.step_log.append((start, seconds, prefill, decode_seqs))
