@@ -3,8 +3,6 @@ real engine's, so with a fake clock it reproduces ``simulate`` exactly, and over
 stays within 15 % of it (TTFT and TPOT p50).
 """
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -159,6 +157,12 @@ def test_bad_paced_specs_say_what_is_allowed(spec, match):
         ServeConfig(paced=spec)
 
 
+def test_bad_memory_share_is_refused_in_either_mode():
+    for paced in (None, PACED):
+        with pytest.raises(ValueError, match=r"gpu_memory_utilization=1\.5"):
+            ServeConfig(paced=paced, gpu_memory_utilization=1.5)
+
+
 def test_the_command_refuses_a_bad_paced_spec_in_one_line(capsys):
     assert main(["serve", "--paced", "llama-3.1-8b"]) == 2
     err = capsys.readouterr().err
@@ -174,18 +178,20 @@ def test_load_workloads_are_the_same_for_measurement_and_prediction():
 
 
 def test_paced_server_over_http_matches_simulate_within_15_percent():
-    t0 = time.monotonic()
     config = ServeConfig(paced=PACED, max_num_seqs=4, max_num_batched_tokens=8192)
     workload = Workload(24, concurrency=8, prompt_tokens=256, output_tokens=24, seed=0)
+    prediction = simulate(workload, **config.simulate_kwargs())
+    # the run is short by construction (plus the server's start, ~2 s): no wall-clock assert,
+    # which a machine busy with other work would break
+    assert prediction.requests["end_ts"].max() < 1.5
     with ServerProcess(config=config, shutdown_after=120) as server:
         run = bench(server.url, workload, "paced-llama-3.1-8b")
         assert accounting(run)["failed"] == 0
         measured = summarize(records_frame(run.records)).to_dict()
-    predicted = simulate(workload, **config.simulate_kwargs()).summary().to_dict()
-    for key in ("ttft_s_p50", "tpot_s_p50"):
+    predicted = prediction.summary().to_dict()
+    for key in ("ttft_s_p50", "tpot_s_p50"):  # 8 users, 4 slots: a queue hides HTTP's delays
         assert measured[key] == pytest.approx(predicted[key], rel=0.15), key
     assert "paced steps" in server.output()
-    assert time.monotonic() - t0 < 10
 
 
 def test_simulate_sweep_has_sweep_server_rows_and_columns():

@@ -136,6 +136,9 @@ class ServeConfig:
             raise ValueError(f"chunked_prefill={self.chunked_prefill!r} must be True or False")
         if self.paced is not None:
             parse_paced(self.paced)
+        u = self.gpu_memory_utilization
+        if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
+            raise ValueError(f"gpu_memory_utilization={u!r} must be in (0, 1]")
         if self.num_kv_blocks is None:
             if self.paced is None:
                 blocks = 1024
