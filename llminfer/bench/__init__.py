@@ -25,7 +25,15 @@ quoting a p99. (Disabling Python's garbage collector did not change the p99: 3.8
 """
 
 from llminfer.bench.client import BenchRun, RequestRecord, bench, plan_requests, run_bench
-from llminfer.bench.results import accounting, decode_tps, records_frame, sweep_server
+from llminfer.bench.results import (
+    accounting,
+    arrival_window_tps,
+    decode_tps,
+    load_workloads,
+    records_frame,
+    simulate_sweep,
+    sweep_server,
+)
 from llminfer.bench.run import register_bench
 from llminfer.bench.sse import Chunk, SSEDecoder, read_chunk
 from llminfer.logs.writing import write_log
@@ -36,13 +44,16 @@ __all__ = [
     "RequestRecord",
     "SSEDecoder",
     "accounting",
+    "arrival_window_tps",
     "bench",
     "decode_tps",
+    "load_workloads",
     "plan_requests",
     "read_chunk",
     "records_frame",
     "register_bench",
     "run_bench",
+    "simulate_sweep",
     "sweep_server",
     "write_log",
 ]

@@ -10,12 +10,17 @@ server's count cannot be true, with a ``note``); ``input_tokens_from`` is ``usag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from llminfer.bench.client import BenchRun, RequestRecord
+from llminfer.bench.client import BenchRun, RequestRecord, bench
+from llminfer.logs.summary import summarize
+from llminfer.sim.simulate import simulate
+from llminfer.sim.workload import Workload
 
 
 def _chunk_tokens(n_chunks: int, n_tokens: int) -> np.ndarray:
@@ -130,6 +135,72 @@ def decode_tps(frame: pd.DataFrame) -> float:
     return float((ok["output_tokens"] - 1).sum() / span) if span > 0 else float("nan")
 
 
+def arrival_window_tps(frame: pd.DataFrame) -> float:
+    """Output tokens/s while the load was fully on: tokens emitted (by their ``token_ts``,
+    counted with ``chunk_tokens`` when present) between the first request's start and the last
+    request's start, over that span (ok requests' tokens; NaN for a span of 0). In a closed loop
+    every user is busy in that window; after the last request is sent, users drop out one by
+    one, so a run's whole window (first start → last end, ``output_tps``) mixes in its drain.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    starts = frame["start_ts"].to_numpy(dtype=float)
+    t0, t1 = float(np.nanmin(starts)), float(np.nanmax(starts))
+    if not t1 > t0:
+        return float("nan")
+    ok = frame[frame["status"] == "ok"]
+    counts = ok["chunk_tokens"] if "chunk_tokens" in ok.columns else [None] * len(ok)
+    tokens = 0.0
+    for times, chunk in zip(ok["token_ts"], counts, strict=True):
+        if times is None:
+            continue
+        times = np.asarray(times, dtype=float)
+        inside = (times >= t0) & (times <= t1)
+        tokens += float(np.asarray(chunk)[inside].sum()) if chunk is not None else inside.sum()
+    return tokens / (t1 - t0)
+
+
+def load_workloads(
+    workload: Workload,
+    concurrencies: Sequence[int] | None = None,
+    rates: Sequence[float] | None = None,
+    requests_per_user: int | None = None,
+) -> tuple[str, list[tuple[float, Workload]]]:
+    """The workload of each load point of a sweep: ``("concurrency" or "rate", [(load,
+    workload), ...])``, the same lengths and seed at every point. ``requests_per_user`` (closed
+    loop only): at least that many requests per user, ``max(workload.n_requests,
+    requests_per_user × C)``, so a high load is not over before every user has queued behind
+    the others once. ``sweep_server`` measures these points, ``simulate_sweep`` predicts them.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={workload!r} must be a llminfer.sim.workload.Workload")
+    if (rates is None) == (concurrencies is None):
+        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
+    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
+    values = list(values)
+    if not values:
+        raise ValueError(f"{kind} list is empty; give at least one load")
+    if requests_per_user is not None:
+        if kind != "concurrency":
+            raise ValueError("requests_per_user applies to concurrencies (closed loop) only")
+        if (
+            isinstance(requests_per_user, bool)
+            or not isinstance(requests_per_user, int)
+            or requests_per_user < 1
+        ):
+            raise ValueError(f"requests_per_user={requests_per_user!r} must be an integer >= 1")
+    points = []
+    for value in values:
+        other = "concurrency" if kind == "rate" else "rate"
+        point = replace(workload, **{kind: value, other: None})
+        if requests_per_user is not None:
+            point = replace(point, n_requests=max(workload.n_requests, requests_per_user * value))
+        points.append((value, point))
+    return kind, points
+
+
 def sweep_server(
     url: str,
     workload,
@@ -141,48 +212,68 @@ def sweep_server(
     **bench_kwargs,
 ) -> tuple[pd.DataFrame, dict]:
     """Measure a real server at each concurrency (closed loop) or rate (open loop) with the
-    same workload otherwise — the measured twin of ``llminfer.sim.loadsweep.sweep``.
-
-    ``requests_per_user`` (closed loop only): send at least that many requests per user at
-    each concurrency, ``max(workload.n_requests, requests_per_user × C)``, so a high load is
-    not over before every user has queued behind the others once.
+    same workload otherwise — the measured twin of ``llminfer.sim.loadsweep.sweep``; the load
+    points (and ``requests_per_user``) are ``load_workloads``'s.
 
     Returns (table, logs): one table row per load with the load column, ``failed``,
-    ``decode_tps`` and every field of ``summarize(...).to_dict()``; ``logs`` maps each load to
-    its request log (a DataFrame in chapter 6's schema).
+    ``decode_tps``, ``arrival_tps`` (``arrival_window_tps``) and every field of
+    ``summarize(...).to_dict()``; ``logs`` maps each load to its request log (a DataFrame in
+    chapter 6's schema).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
-    from dataclasses import replace
-
-    from llminfer.bench.client import bench
-    from llminfer.logs.summary import summarize
-
-    if (rates is None) == (concurrencies is None):
-        raise ValueError("give exactly one of rates (open loop) or concurrencies (closed loop)")
-    kind, values = ("rate", rates) if rates is not None else ("concurrency", concurrencies)
-    if requests_per_user is not None:
-        if kind != "concurrency":
-            raise ValueError("requests_per_user applies to concurrencies (closed loop) only")
-        if (
-            isinstance(requests_per_user, bool)
-            or not isinstance(requests_per_user, int)
-            or requests_per_user < 1
-        ):
-            raise ValueError(f"requests_per_user={requests_per_user!r} must be an integer >= 1")
+    kind, points = load_workloads(workload, concurrencies, rates, requests_per_user)
     rows, logs = [], {}
-    for value in values:
-        point = replace(
-            workload, **{kind: value, ("concurrency" if kind == "rate" else "rate"): None}
-        )
-        if requests_per_user is not None:
-            point = replace(point, n_requests=max(workload.n_requests, requests_per_user * value))
+    for value, point in points:
         run = bench(url, point, model, **bench_kwargs)
         frame = records_frame(run.records)
         counts = accounting(run)
         logs[value] = frame
         summary = summarize(frame, percentiles=percentiles).to_dict()
         rows.append(
-            {kind: value, "failed": counts["failed"], "decode_tps": decode_tps(frame), **summary}
+            {
+                kind: value,
+                "failed": counts["failed"],
+                "decode_tps": decode_tps(frame),
+                "arrival_tps": arrival_window_tps(frame),
+                **summary,
+            }
+        )
+    return pd.DataFrame(rows), logs
+
+
+def simulate_sweep(
+    workload: Workload,
+    concurrencies: Sequence[int] | None = None,
+    rates: Sequence[float] | None = None,
+    percentiles=(50, 90, 99),
+    requests_per_user: int | None = None,
+    **simulate_kwargs,
+) -> tuple[pd.DataFrame, dict]:
+    """``simulate`` at the same load points as ``sweep_server`` (``load_workloads``): the
+    prediction to set beside a measured sweep, row for row. ``simulate_kwargs`` go to
+    ``llminfer.sim.simulate.simulate`` (``model``, ``gpu``, ``engine``, ``capacity_blocks``,
+    ``profile``: a paced server's ``ServeConfig.simulate_kwargs()``).
+
+    Returns (table, logs) as ``sweep_server`` does (``decode_tps`` and ``arrival_tps``
+    included; ``failed`` is 0).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    kind, points = load_workloads(workload, concurrencies, rates, requests_per_user)
+    rows, logs = [], {}
+    for value, point in points:
+        result = simulate(point, **simulate_kwargs)
+        frame = result.requests.assign(status="ok")
+        logs[value] = frame
+        summary = summarize(result.log, percentiles=percentiles).to_dict()
+        rows.append(
+            {
+                kind: value,
+                "failed": 0,
+                "decode_tps": decode_tps(frame),
+                "arrival_tps": arrival_window_tps(frame),
+                **summary,
+            }
         )
     return pd.DataFrame(rows), logs

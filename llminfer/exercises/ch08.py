@@ -1,6 +1,10 @@
-"""Answers to notebook 08's "Try it" questions, computed with the toy server and the client."""
+"""Answers to notebook 08's "Try it" questions, computed with the toy server, the client and
+``simulate`` (for the paced server, whose steps ``simulate`` predicts)."""
 
 from llminfer.exercises import Exercise
+
+#: The paced server of notebook 08: Llama-3.1-8B on an H100 SXM, timed as vLLM runs it.
+PACED = "llama-3.1-8b:h100-sxm:vllm"
 
 
 def _tokens_counted() -> int:
@@ -41,6 +45,39 @@ def _steps_to_first_token() -> int:
     return steps
 
 
+def _p99_itl_without_chunked_prefill_ms() -> float:
+    """simulate's p99 ITL (ms) for 8 users with 2,000-token prompts and 32-token answers on the
+    paced server without chunked prefill (2,048 tokens a step, 8 sequences)."""
+    from llminfer.serve import ServeConfig
+    from llminfer.sim.loadsweep import itl_stats
+    from llminfer.sim.simulate import simulate
+    from llminfer.sim.workload import Workload
+
+    config = ServeConfig(
+        paced=PACED, max_num_seqs=8, max_num_batched_tokens=2048, chunked_prefill=False
+    )
+    workload = Workload(24, concurrency=8, prompt_tokens=2000, output_tokens=32, seed=0)
+    return 1e3 * float(itl_stats(simulate(workload, **config.simulate_kwargs()).log)["itl_s_p99"])
+
+
+def _knee_at_16_sequences() -> float:
+    """The knee (users) of notebook 08's sweep on the paced server with max_num_seqs=16."""
+    from llminfer.bench.results import simulate_sweep
+    from llminfer.serve import ServeConfig
+    from llminfer.sim.loadsweep import knee
+    from llminfer.sim.workload import Workload
+
+    config = ServeConfig(paced=PACED, max_num_seqs=16, max_num_batched_tokens=8192)
+    workload = Workload(8, concurrency=1, prompt_tokens=(128, 384), output_tokens=(16, 48))
+    table, _ = simulate_sweep(
+        workload,
+        concurrencies=[1, 2, 4, 8, 16, 32, 64],
+        requests_per_user=2,
+        **config.simulate_kwargs(),
+    )
+    return knee(table[["concurrency"]].assign(output_tps=table["arrival_tps"]))
+
+
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "08.1",
@@ -69,5 +106,26 @@ EXERCISES: tuple[Exercise, ...] = (
         rel_tol=0.0,
         hint="Each step computes at most 64 prompt tokens; the first token comes from the "
         "step that computes the prompt's last one.",
+    ),
+    Exercise(
+        "08.4",
+        "Restart the paced server with --no-chunked-prefill --max-num-batched-tokens 2048 and "
+        "measure 8 users with 2,000-token prompts and 32-token answers (24 requests): what p99 "
+        "inter-token latency (ms) does simulate predict, and do you measure it?",
+        _p99_itl_without_chunked_prefill_ms,
+        unit="ms",
+        rel_tol=0.15,
+        hint="Without chunked prefill a step is prompts or decodes: every decoding stream waits "
+        "while the prompts that fit 2,048 tokens a step are computed, one per step; the "
+        "longest gap is several such steps.",
+    ),
+    Exercise(
+        "08.5",
+        "Restart the paced server with --max-num-seqs 16 and repeat section 2's sweep: at which "
+        "load (users) is the knee of the arrival-window throughput now?",
+        _knee_at_16_sequences,
+        unit="users",
+        rel_tol=0.0,
+        hint="Past max_num_seqs the batch cannot grow: more users only wait.",
     ),
 )

@@ -1,12 +1,24 @@
 """``python -m llminfer serve``: a real, small inference server for ``ToyModel`` (chapter 8).
 
+Two modes: real compute (the numpy ``ToyModel`` runs every step on this CPU; timings depend on
+the machine and its load) and paced (``--paced MODEL:GPU[:PROFILE]``: the same scheduler, each
+step lasting what the step model predicts for that model on that GPU; reproducible anywhere).
+
 ``engine`` holds the iteration-level engine (waiting queue, continuous batching, chunked
 prefill, paged KV accounting, preemption), ``app`` the OpenAI-compatible HTTP routes and the
 Prometheus metrics, ``run`` the command and ``ServerProcess``, ``tokenizer`` the word-level toy
 tokenizer both server and load generator count with.
 """
 
-from llminfer.serve.engine import PRESETS, ServeConfig, ToyEngine, build_model, decode_batch
+from llminfer.serve.engine import (
+    PRESETS,
+    ServeConfig,
+    ToyEngine,
+    build_model,
+    decode_batch,
+    paced_token,
+    parse_paced,
+)
 from llminfer.serve.run import ServerProcess, register_serve
 from llminfer.serve.tokenizer import ToyTokenizer
 
@@ -18,5 +30,7 @@ __all__ = [
     "ToyTokenizer",
     "build_model",
     "decode_batch",
+    "paced_token",
+    "parse_paced",
     "register_serve",
 ]

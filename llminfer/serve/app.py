@@ -231,7 +231,7 @@ class ToyServer:
         self, engine: ToyEngine, model_name: str, body_timeout_s: float = BODY_TIMEOUT_S
     ) -> None:
         self.engine, self.model_name, self.body_timeout_s = engine, model_name, body_timeout_s
-        self.tokenizer = ToyTokenizer(engine.model.config.vocab_size)
+        self.tokenizer = ToyTokenizer(engine.vocab_size)
         self.metrics = ServerMetrics(engine, model_name)
         self.wake = asyncio.Event()  # set when a request arrives for an idle engine
         self.closing = False
@@ -280,7 +280,7 @@ class ToyServer:
             raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
         ids, max_tokens = spec.prompt_ids, spec.max_tokens
         if max_tokens is None:  # vLLM's defaults: 16 for completions, the rest of the context
-            limit = self.engine.model.config.max_context
+            limit = self.engine.max_context
             max_tokens = max(limit - len(ids), 1) if chat else DEFAULT_MAX_TOKENS
         try:
             self.engine.check_request(len(ids), max_tokens)
@@ -399,7 +399,7 @@ class ToyServer:
             "owned_by": "llminfer",
             "root": self.model_name,
             "parent": None,
-            "max_model_len": self.engine.model.config.max_context,
+            "max_model_len": self.engine.max_context,
             "permission": [],
         }
         return web.json_response({"object": "list", "data": [card]})
@@ -461,5 +461,11 @@ async def _engine_loop(engine: ToyEngine, wake: asyncio.Event) -> None:
             if not engine.has_work():
                 wake.clear()
                 await wake.wait()
-            engine.step()
+            if engine.begin_step() and engine.due_s is not None:
+                # Paced: the step's predicted end. The loop serves the handlers (writing the
+                # last step's tokens, reading new requests) while the "GPU" is busy.
+                delay = engine.due_s - engine.clock()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            engine.end_step()
             await asyncio.sleep(0)  # let the handlers write this step's tokens

@@ -17,6 +17,27 @@ It works like vLLM's scheduler, one model step at a time, with the knobs of
   later recomputes its prompt and the tokens it had generated (vLLM's recompute preemption).
 
 Greedy decoding, no end-of-sequence token: a request for ``max_tokens`` gets exactly that many.
+
+**Paced mode** (``ServeConfig(paced="llama-3.1-8b:h100-sxm:vllm")``, ``serve --paced``): the
+same scheduler, KV blocks and preemption, but each step lasts as long as the step model
+predicts for a real model on a real GPU — ``llminfer.cost.steptime.step_timer(model, gpu,
+profile=...)`` for the step's prefill tokens, attended pairs, decoding sequences and their
+context, exactly the arguments ``llminfer.sim.simulate`` times its steps with — and the KV cache
+holds what ``plan_memory`` leaves for that model on that GPU (``kv_capacity_blocks``), unless
+``num_kv_blocks`` is given. The numpy forward is skipped: a paced step computes nothing, so
+a busy laptop cannot stretch it. Each generated token is instead a fixed function of the
+previous token and its position (``paced_token``), so answers are deterministic, their text
+decodes as in the real mode and a request for ``max_tokens`` still gets exactly that many;
+they are not the toy model's argmax. Timing (``ToyEngine.begin_step``): a step starts when the
+GPU it stands for is free (the previous step's predicted end) and its inputs have arrived,
+whichever is later, and its tokens go out at start + predicted seconds; the CPU work between
+steps (streaming the last step's tokens, planning the next) overlaps the "GPU" time, as it
+does in vLLM, whose API server streams while the engine core runs the next step. A step whose
+CPU work outlasts its predicted time is *late* (``late_steps``, ``max_late_s``): its tokens go
+out at once, and the following steps catch up with the predicted timeline (up to
+``CATCH_UP_S`` behind; no step starts before its inputs arrived), so a moment of CPU
+starvation delays tokens without slowing the run; a CPU that is short for longer makes the run
+slower than the prediction, never faster.
 """
 
 from __future__ import annotations
@@ -31,8 +52,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from llminfer.cost.roofline import attended_pairs
+from llminfer.cost.steptime import StepTimer, step_timer
 from llminfer.cost.toy import ToyModel
+from llminfer.sim.simulate import EngineConfig, kv_capacity_blocks
 from llminfer.specs.checks import check_int
+from llminfer.specs.hardware import GPU
+from llminfer.specs.models import Model
+from llminfer.specs.presets import get_gpu, get_model
+from llminfer.specs.stepmodel import DEFAULT_PROFILE, PROFILES
 
 #: Model shapes of the toy server. Hidden size 128 keeps every weight matrix in the CPU's own
 #: cache, where multiplying 8 rows costs about 1.5x one row (256 wide: about 5x, measured with
@@ -47,6 +75,30 @@ PRESETS: dict[str, dict] = {
 }
 VOCAB_SIZE = 1024
 MAX_CONTEXT = 2048
+#: Paced mode: seconds a late engine may fall behind its predicted timeline and still catch up
+#: (the next steps' tokens go out without waiting until it is back on time). A GPU does not
+#: stop while the server's process waits for a CPU that other programs hold; further behind
+#: than this (a suspended laptop), the timeline restarts from now.
+CATCH_UP_S = 0.2
+
+
+def parse_paced(spec: str) -> tuple[Model, GPU, str]:
+    """``"MODEL:GPU[:PROFILE]"`` (e.g. ``"llama-3.1-8b:h100-sxm:vllm"``) as the preset
+    ``Model``, the preset ``GPU`` and the engine profile name (default ``"vllm"``; see
+    ``llminfer.specs.stepmodel.PROFILES``). ValueError names what is wrong.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    parts = spec.split(":") if isinstance(spec, str) else []
+    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise ValueError(
+            f"paced={spec!r} must be 'MODEL:GPU' or 'MODEL:GPU:PROFILE', "
+            "e.g. 'llama-3.1-8b:h100-sxm:vllm'"
+        )
+    profile = parts[2].strip() if len(parts) == 3 else DEFAULT_PROFILE
+    if profile not in PROFILES:
+        raise ValueError(f"paced={spec!r}: profile {profile!r} is not one of {', '.join(PROFILES)}")
+    return get_model(parts[0].strip()), get_gpu(parts[1].strip()), profile
 
 
 @dataclass(frozen=True)
@@ -58,6 +110,13 @@ class ServeConfig:
     over steps; ``block_size``: tokens per KV block; ``num_kv_blocks``: KV cache capacity in
     blocks (vLLM's ``num_gpu_blocks``), so capacity = ``num_kv_blocks × block_size`` tokens.
 
+    ``paced``: ``None`` (the real mode: the numpy ``ToyModel`` computes every step on this CPU)
+    or ``"MODEL:GPU[:PROFILE]"`` (``parse_paced``): each step lasts what
+    ``step_timer(model, gpu, profile=...)`` predicts (see this module's docstring). Left at
+    None, ``num_kv_blocks`` is 1,024 in the real mode and, paced, the blocks ``plan_memory``
+    leaves for that model on that GPU at ``gpu_memory_utilization`` (``kv_capacity_blocks``,
+    the same capacity ``simulate`` uses).
+
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
 
@@ -65,34 +124,93 @@ class ServeConfig:
     max_num_batched_tokens: int = 512
     chunked_prefill: bool = True
     block_size: int = 16
-    num_kv_blocks: int = 1024
+    num_kv_blocks: int | None = None
+    paced: str | None = None
+    gpu_memory_utilization: float = 0.9
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         check_int("block_size", self.block_size, 1)
-        check_int("num_kv_blocks", self.num_kv_blocks, 1)
         if not isinstance(self.chunked_prefill, bool):
             raise ValueError(f"chunked_prefill={self.chunked_prefill!r} must be True or False")
+        if self.paced is not None:
+            parse_paced(self.paced)
+        u = self.gpu_memory_utilization
+        if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
+            raise ValueError(f"gpu_memory_utilization={u!r} must be in (0, 1]")
+        if self.num_kv_blocks is None:
+            if self.paced is None:
+                blocks = 1024
+            else:
+                model, gpu, _ = parse_paced(self.paced)
+                blocks = kv_capacity_blocks(model, gpu, self.engine_config())
+            object.__setattr__(self, "num_kv_blocks", blocks)
+        check_int("num_kv_blocks", self.num_kv_blocks, 1)
 
     @property
     def capacity_tokens(self) -> int:
         """KV cache capacity in tokens."""
         return self.num_kv_blocks * self.block_size
 
-    def engine_config(self):
+    def engine_config(self) -> EngineConfig:
         """The matching ``llminfer.sim.simulate.EngineConfig`` (continuous batching, no prefix
         caching), so ``simulate`` can be set beside a measurement of this server."""
-        from llminfer.sim.simulate import EngineConfig
-
         return EngineConfig(
             policy="continuous",
             max_num_seqs=self.max_num_seqs,
             max_num_batched_tokens=self.max_num_batched_tokens,
             chunked_prefill=self.chunked_prefill,
             block_size=self.block_size,
+            gpu_memory_utilization=self.gpu_memory_utilization,
             prefix_caching=False,
         )
+
+    def paced_parts(self) -> tuple[Model, GPU, str]:
+        """(model, GPU, profile) a paced server stands for; ValueError in the real mode."""
+        if self.paced is None:
+            raise ValueError("paced=None: this configuration is the real mode, not paced")
+        return parse_paced(self.paced)
+
+    def step_timer(self) -> StepTimer:
+        """The ``StepTimer`` a paced engine times its steps with."""
+        model, gpu, profile = self.paced_parts()
+        return step_timer(model, gpu, profile=profile)
+
+    def simulate_kwargs(self) -> dict:
+        """What ``llminfer.sim.simulate`` (or ``sweep``) needs besides the workload to predict
+        this paced server: ``model``, ``gpu``, ``engine``, ``capacity_blocks``, ``profile``."""
+        model, gpu, profile = self.paced_parts()
+        return {
+            "model": model,
+            "gpu": gpu,
+            "engine": self.engine_config(),
+            "capacity_blocks": self.num_kv_blocks,
+            "profile": profile,
+        }
+
+    def command_line(self) -> list[str]:
+        """These settings as ``python -m llminfer serve`` arguments (for ``ServerProcess``)."""
+        args = [
+            "--max-num-seqs", str(self.max_num_seqs),
+            "--max-num-batched-tokens", str(self.max_num_batched_tokens),
+            "--block-size", str(self.block_size),
+            "--num-kv-blocks", str(self.num_kv_blocks),
+        ]  # fmt: skip
+        if not self.chunked_prefill:
+            args.append("--no-chunked-prefill")
+        if self.paced is not None:
+            args += ["--paced", self.paced]
+        return args
+
+
+def paced_token(previous: int, position: int, vocab_size: int) -> int:
+    """The token a paced engine emits after ``previous`` at ``position``: a fixed mix of both,
+    modulo ``vocab_size`` — deterministic, the same after a preemption's recompute, and cheap.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    return (previous * 7919 + position * 104729 + 17) % vocab_size
 
 
 def build_model(preset: str = "small", seed: int = 0) -> ToyModel:
@@ -206,6 +324,7 @@ class EngineRequest:
     slot: int | None = None  # this request's KV pool slot while it runs
     scheduled_s: float | None = None
     first_token_s: float | None = None
+    prefilled: bool = False  # its prompt (and any recomputed output) is in the cache
     preemptions: int = 0
     aborted: bool = False
 
@@ -221,21 +340,53 @@ class ToyEngine:
     Counters for ``/metrics``: ``num_running``, ``num_waiting``, ``kv_usage`` (share of blocks
     in use, 0–1), ``preemptions_total``, ``steps_total``.
 
+    With ``config.paced`` set, steps are timed by the step model (module docstring): the
+    model only lends its vocabulary (the tokenizer's words); ``max_context`` is the paced
+    model's. ``late_steps``/``max_late_s`` count steps whose CPU work outlasted their predicted
+    time; ``step_log`` (when ``record_steps``) holds one ``(start_s, seconds, prefill_tokens,
+    decode_seqs)`` per paced step. ``clock`` (seconds) and ``sleep`` replace
+    ``time.perf_counter`` and ``time.sleep`` (a test's fake clock).
+
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
 
-    def __init__(self, model: ToyModel, config: ServeConfig = ServeConfig()) -> None:
+    def __init__(
+        self,
+        model: ToyModel,
+        config: ServeConfig = ServeConfig(),
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] = time.sleep,
+        record_steps: bool = False,
+    ) -> None:
         if not isinstance(model, ToyModel):
             raise ValueError(f"model={model!r} must be a llminfer.cost.toy.ToyModel")
         if not isinstance(config, ServeConfig):
             raise ValueError(f"config={config!r} must be a ServeConfig")
         self.model, self.config = model, config
+        self.clock, self._sleep = clock, sleep
+        self.vocab_size = model.config.vocab_size
+        self.timer: StepTimer | None = None
+        self.pool: KVPool | None = None
+        if config.paced is None:
+            self.max_context = model.config.max_context
+            max_len = min(model.config.max_context, config.capacity_tokens)
+            self.pool = KVPool(model, config.max_num_seqs, max_len)
+        else:
+            self.timer = config.step_timer()
+            self.max_context = self.timer.model.max_context
         self.waiting: collections.deque[EngineRequest] = collections.deque()
         self.running: list[EngineRequest] = []
         self.free_blocks = config.num_kv_blocks
-        max_len = min(model.config.max_context, config.capacity_tokens)
-        self.pool = KVPool(model, config.max_num_seqs, max_len)
         self._events: list[tuple[Callable[[Event], None], Event]] = []
+        self._pending: list[tuple[EngineRequest, int, str | None]] = []
+        #: Paced mode: when the GPU this engine stands for is free again (end of the last step).
+        self.free_at_s = -math.inf
+        #: Paced mode: predicted seconds and due time of the step begun last (None: real mode).
+        self.step_seconds: float | None = None
+        self.due_s: float | None = None
+        self.late_steps = 0
+        self.max_late_s = 0.0
+        self.step_log: list[tuple[float, float, int, int]] | None = [] if record_steps else None
         #: Delivers one step's events; the server replaces it to hand them to its event loop
         #: in one go (one wake-up per step, not one per token).
         self.dispatch: Callable[[list], None] = deliver
@@ -253,7 +404,7 @@ class ToyEngine:
             raise ValueError("prompt is empty: it must hold at least one token")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens={max_tokens!r} must be an integer >= 1")
-        total, limit = n_prompt + max_tokens, self.model.config.max_context
+        total, limit = n_prompt + max_tokens, self.max_context
         if total > limit:
             raise ValueError(
                 f"prompt ({n_prompt} tokens) + max_tokens ({max_tokens}) = {total} tokens is "
@@ -279,7 +430,7 @@ class ToyEngine:
             [int(t) for t in prompt_ids],
             max_tokens,
             listener,
-            time.perf_counter(),
+            self.clock(),
         )
         with self._lock:
             self._incoming.append(request)
@@ -303,7 +454,7 @@ class ToyEngine:
 
     def stop(self) -> None:
         """Fail every request still queued or running with an ``error`` event (shutdown)."""
-        now = time.perf_counter()
+        now = self.clock()
         pending = [*self.running, *self.waiting, *self._incoming]
         self.dispatch([(r.listener, ("error", "server shutting down", now)) for r in pending])
         self.running.clear(), self.waiting.clear(), self._incoming.clear()
@@ -312,18 +463,61 @@ class ToyEngine:
         return bool(self.running or self.waiting or self._incoming)
 
     def step(self) -> int:
-        """One engine step; returns how many tokens it computed (0 when idle)."""
+        """One engine step; returns how many tokens it computed (0 when idle). Paced, it
+        sleeps until the step's predicted end before its tokens go out."""
+        tokens = self.begin_step()
+        if tokens and self.due_s is not None:
+            delay = self.due_s - self.clock()
+            if delay > 0:
+                self._sleep(delay)
+        self.end_step()
+        return tokens
+
+    def begin_step(self) -> int:
+        """Plan and compute one step (paced: pick its tokens, time it); its tokens go out with
+        ``end_step``, which the caller calls at ``due_s`` (paced; the server awaits that time
+        without blocking its event loop) or at once. Returns the tokens computed (0: idle)."""
         with self._lock:
             self.waiting.extend(self._incoming)
             self._incoming.clear()
         self._drop_aborted()
+        self.step_seconds = self.due_s = None
         plan = self._plan()
         if not plan:
             return 0
-        now = time.perf_counter()
+        now = self.clock()
         for request, _ in plan:
             if request.scheduled_s is None:
                 request.scheduled_s = now
+        tokens = self._compute(plan) if self.timer is None else self._pace(plan, now)
+        self.steps_total += 1
+        for request, n in plan:
+            request.computed += n
+            if request.computed < len(request.all_ids):
+                continue  # a prompt chunk that is not the last one
+            token = tokens[id(request)]
+            request.prefilled = True
+            request.output_ids.append(token)
+            finished = len(request.output_ids) >= request.max_tokens
+            if finished:
+                self._finish(request)
+            self._pending.append((request, token, "length" if finished else None))
+        return sum(n for _, n in plan)
+
+    def end_step(self) -> None:
+        """Send the tokens of the step begun last to their listeners, stamped now."""
+        done = self.clock()
+        for request, token, reason in self._pending:
+            request.first_token_s = request.first_token_s or done
+            self._events.append((request.listener, ("token", (token, reason), done)))
+        self._pending = []
+        events, self._events = self._events, []
+        if events:
+            self.dispatch(events)
+
+    def _compute(self, plan: list[tuple[EngineRequest, int]]) -> dict[int, int]:
+        """The real mode: the numpy forward of the step; the greedy token of every request
+        whose prompt is complete after it."""
         singles = [(r, n) for r, n in plan if n == 1]
         logits: dict[int, np.ndarray] = {}
         if singles:
@@ -340,23 +534,41 @@ class ToyEngine:
                 ids = request.all_ids[request.computed : request.computed + n]
                 cache = self.pool.cache(request.slot)
                 logits[id(request)] = self.model.forward(ids, request.computed, cache)[-1]
-        done = time.perf_counter()
-        self.steps_total += 1
+        return {
+            id(r): int(np.argmax(logits[id(r)]))
+            for r, n in plan
+            if r.computed + n >= len(r.all_ids)
+        }
+
+    def _pace(self, plan: list[tuple[EngineRequest, int]], now: float) -> dict[int, int]:
+        """The paced mode: time the step as ``simulate`` does, set ``due_s``, pick tokens."""
+        prefill = attended = cached = decode_seqs = context = 0
         for request, n in plan:
-            request.computed += n
-            if request.computed < len(request.all_ids):
-                continue  # a prompt chunk that is not the last one
-            token = int(np.argmax(logits[id(request)]))
-            request.output_ids.append(token)
-            request.first_token_s = request.first_token_s or done
-            finished = len(request.output_ids) >= request.max_tokens
-            if finished:
-                self._finish(request)
-            reason = "length" if finished else None
-            self._events.append((request.listener, ("token", (token, reason), done)))
-        events, self._events = self._events, []
-        self.dispatch(events)
-        return sum(n for _, n in plan)
+            if request.prefilled and n == 1:  # a decode: one token over `computed` cached ones
+                decode_seqs += 1
+                context += request.computed
+            else:  # a prompt (or recompute) chunk over the tokens already cached
+                prefill += n
+                attended += attended_pairs(n, request.computed)
+                cached += request.computed
+        seconds = float(self.timer(prefill, attended, decode_seqs, context, cached))
+        # The step starts when the GPU is free and its inputs are here; CPU work meanwhile
+        # (streaming the previous tokens, this plan) overlaps the previous step.
+        start = max(self.free_at_s, max(r.arrival_s for r, _ in plan))
+        due = start + seconds
+        if due < now:  # the CPU took longer than the step: late, its tokens go out at once
+            self.late_steps += 1
+            self.max_late_s = max(self.max_late_s, now - due)
+            if now - due > CATCH_UP_S:  # too far behind to catch up: restart the clock here
+                start, due = now - seconds, now
+        self.free_at_s, self.step_seconds, self.due_s = due, seconds, due
+        if self.step_log is not None:
+            self.step_log.append((start, seconds, prefill, decode_seqs))
+        return {
+            id(r): paced_token(r.all_ids[-1], len(r.all_ids), self.vocab_size)
+            for r, n in plan
+            if r.computed + n >= len(r.all_ids)
+        }
 
     # --- scheduling --------------------------------------------------------------------------
 
@@ -375,7 +587,8 @@ class ToyEngine:
         self.free_blocks += request.blocks
         request.blocks = 0
         if request.slot is not None:
-            self.pool.free.append(request.slot)
+            if self.pool is not None:
+                self.pool.free.append(request.slot)
             request.slot = None
         if request in self.running:
             self.running.remove(request)
@@ -383,6 +596,7 @@ class ToyEngine:
     def _preempt(self, request: EngineRequest) -> None:
         self._finish(request)
         request.computed = 0
+        request.prefilled = False
         request.preemptions += 1
         self.preemptions_total += 1
         self.waiting.appendleft(request)
@@ -431,7 +645,7 @@ class ToyEngine:
                 break
             self.waiting.popleft()
             self.running.append(request)
-            request.slot = self.pool.free.pop()
+            request.slot = self.pool.free.pop() if self.pool is not None else 0
             plan.append((request, n))
             budget -= n
         return plan

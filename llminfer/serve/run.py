@@ -33,7 +33,19 @@ READY = re.compile(r"ready at (http://\S+)")
 OUTPUT_LINES = 20_000
 
 
-async def _serve(args: argparse.Namespace) -> None:
+def _config(args: argparse.Namespace) -> ServeConfig:
+    return ServeConfig(
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill=not args.no_chunked_prefill,
+        block_size=args.block_size,
+        num_kv_blocks=args.num_kv_blocks,
+        paced=args.paced,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+    )
+
+
+async def _serve(args: argparse.Namespace, config: ServeConfig) -> None:
     from aiohttp import web
 
     from llminfer.serve.app import SERVER, make_app
@@ -42,15 +54,20 @@ async def _serve(args: argparse.Namespace) -> None:
         level=logging.INFO, format="llminfer serve: %(levelname)s %(message)s", stream=sys.stderr
     )
 
-    config = ServeConfig(
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        chunked_prefill=not args.no_chunked_prefill,
-        block_size=args.block_size,
-        num_kv_blocks=args.num_kv_blocks,
-    )
     engine = ToyEngine(build_model(args.preset, seed=args.seed), config)
-    app = make_app(engine, args.model_name or f"toy-{args.preset}", args.body_timeout)
+    if config.paced is None:
+        name, mode = f"toy-{args.preset}", f"real compute ({args.preset} ToyModel on this CPU)"
+    else:
+        model, gpu, profile = config.paced_parts()
+        name = f"paced-{model.name.lower()}"
+        mode = f"paced as {model.name} on {gpu.name}, profile {profile!r}"
+    print(
+        f"llminfer serve: {mode}; max_num_seqs={config.max_num_seqs}, "
+        f"max_num_batched_tokens={config.max_num_batched_tokens}, "
+        f"num_kv_blocks={config.num_kv_blocks} x {config.block_size} tokens",
+        flush=True,
+    )
+    app = make_app(engine, args.model_name or name, args.body_timeout)
     runner = web.AppRunner(
         app,
         handle_signals=False,
@@ -84,11 +101,22 @@ async def _serve(args: argparse.Namespace) -> None:
     await site.stop()  # no new connections
     await app[SERVER].shutdown(SHUTDOWN_DEADLINE_S)  # every request in flight gets its error
     await runner.cleanup()
+    if config.paced is not None:
+        print(
+            f"llminfer serve: paced steps {engine.steps_total}, late {engine.late_steps} "
+            f"(most {1e3 * engine.max_late_s:.2f} ms)",
+            flush=True,
+        )
     print("llminfer serve: stopped", flush=True)
 
 
 def _serve_command(args: argparse.Namespace) -> int:
-    asyncio.run(_serve(args))
+    try:
+        config = _config(args)
+    except ValueError as exc:  # a bad knob: one line, no traceback
+        print(f"llminfer serve: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    asyncio.run(_serve(args, config))
     return 0
 
 
@@ -118,8 +146,22 @@ def register_serve(subparsers) -> None:
     parser.add_argument(
         "--num-kv-blocks",
         type=int,
-        default=defaults.num_kv_blocks,
-        help="KV cache capacity in blocks (like vLLM's --num-gpu-blocks-override)",
+        default=None,
+        help="KV cache capacity in blocks (like vLLM's --num-gpu-blocks-override; default "
+        f"{defaults.num_kv_blocks}, or with --paced what plan_memory leaves on that GPU)",
+    )
+    parser.add_argument(
+        "--paced",
+        metavar="MODEL:GPU[:PROFILE]",
+        help="time each step as the step model predicts for MODEL on GPU (presets, e.g. "
+        "llama-3.1-8b:h100-sxm:vllm; profile vllm or pytorch, default vllm) instead of "
+        "computing the toy model: reproducible timings on any machine",
+    )
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=defaults.gpu_memory_utilization,
+        help="with --paced: share of the GPU's memory for weights and KV cache (vLLM's flag)",
     )
     parser.add_argument(
         "--timeout-keep-alive",
@@ -142,18 +184,27 @@ def register_serve(subparsers) -> None:
 class ServerProcess:
     """``python -m llminfer serve`` in a child process; ``.url`` once ready, ``.stop()``.
 
-    ``args``: extra command-line arguments (e.g. ``["--preset", "tiny"]``). The server binds a
-    free loopback port and stops by itself after ``shutdown_after`` seconds, so a forgotten
-    notebook cell cannot leave it running. Use it as a context manager.
+    ``args``: extra command-line arguments (e.g. ``["--preset", "tiny"]``); ``config``: a
+    ``ServeConfig`` whose knobs (paced mode included) go on the command line before ``args``.
+    The server binds a free loopback port and stops by itself after ``shutdown_after`` seconds,
+    so a forgotten notebook cell cannot leave it running. Use it as a context manager.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
 
     def __init__(
-        self, args: list[str] | None = None, shutdown_after: float = 600.0, ready_s: float = 60.0
+        self,
+        args: list[str] | None = None,
+        shutdown_after: float = 600.0,
+        ready_s: float = 60.0,
+        config: ServeConfig | None = None,
     ) -> None:
+        if config is not None and not isinstance(config, ServeConfig):
+            raise ValueError(f"config={config!r} must be a ServeConfig or None")
+        self.config = config
         command = [sys.executable, "-m", "llminfer", "serve", "--port", "0"]
-        command += ["--shutdown-after", str(shutdown_after), *(args or [])]
+        command += ["--shutdown-after", str(shutdown_after)]
+        command += [*(config.command_line() if config else []), *(args or [])]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
