@@ -15,6 +15,7 @@ request. Rejected rows carry ``source`` too.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pandas as pd
 from llminfer.logs import importers, logfile
 from llminfer.logs.discovery import is_many, log_files
 from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogSource, RequestLog
-from llminfer.logs.validation import _time_scale, validate_requests
+from llminfer.logs.validation import _time_scale, seconds_of, shorten, validate_requests
 
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
 FORMATS = (
@@ -97,15 +98,26 @@ def read_requests(
         where = LogSource("csv", str(path), tuple(assumptions))
         try:
             # The frame was read here and is held by no one else: the log may keep its arrays.
-            return validate_requests(frame, where, on_error, time_unit, copy=False)
+            log = validate_requests(frame, where, on_error, time_unit, copy=False)
         except BadRowsError as error:
-            # Name the file line of each row shown (blank lines and quoted line breaks count).
-            error.lines = logfile.record_lines(path, error.rejected["row"].head(_SHOWN))
+            # Name the file line of each row shown (blank lines and quoted line breaks count)
+            # and quote its cells as the file writes them.
+            error.lines, error.rejected = _as_written(
+                path, error.rejected, error.rejected["row"].head(_SHOWN)
+            )
             raise
+        if len(log.rejected):
+            log.rejected = _as_written(path, log.rejected, log.rejected["row"])[1]
+        return log
     try:
         format, imported = importers.read(path, format)
     except ValueError:
         raise
+    except RecursionError:
+        raise ValueError(
+            f"source={str(path)!r} nests its JSON deeper than Python can read "
+            f"({sys.getrecursionlimit():,} levels); no benchmark export does: is it the right file?"
+        ) from None
     except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
         # An export of another shape than the format says: name the file, format and problem.
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -115,10 +127,7 @@ def read_requests(
             "or the file"
         ) from exc
     if imported is None:  # a structured file that is a plain table after all
-        frame, assumptions = logfile.read_csv_file(path)
-        return validate_requests(
-            frame, LogSource("csv", str(path), tuple(assumptions)), on_error, time_unit
-        )
+        return read_requests(path, "csv", on_error, time_unit)
     if format != "parquet" and time_unit not in (None, "s"):
         raise ValueError(
             f"time_unit={time_unit!r} applies to CSV, Parquet and DataFrame logs; a {format} "
@@ -131,9 +140,37 @@ def read_requests(
     if format == "parquet":
         for name in ("token_ts", "chunk_tokens"):
             if name in frame.columns:  # Parquet lists arrive as numpy arrays already
-                frame[name] = [None if c is None else np.asarray(c, float) for c in frame[name]]
+                frame[name] = [_list_cell(c) for c in frame[name]]
         return validate_requests(frame, source, on_error, time_unit)
     return validate_requests(frame, source, on_error)
+
+
+def _as_written(path: Path, rejected: pd.DataFrame, rows) -> tuple[dict[int, int], pd.DataFrame]:
+    """The file lines of ``rows`` and ``rejected`` with those rows' values quoted as the CSV
+    file writes them ("NaN", "1e309", "-0"), not as the numbers pandas parsed them into."""
+    lines, cells = logfile.record_cells(path, rows)
+    if not cells:
+        return lines, rejected
+    values = [
+        shorten(cells[row][column]) if row in cells and column in cells[row] else value
+        for row, column, value in zip(
+            rejected["row"], rejected["column"], rejected["value"], strict=True
+        )
+    ]
+    return lines, rejected.assign(value=values)
+
+
+def _list_cell(cell):
+    """A Parquet list cell as a float array (timestamps by their declared unit, in seconds);
+    anything that is not a list of numbers is left as it is, for validation to report."""
+    if cell is None:
+        return None
+    try:
+        array = np.asarray(cell)
+        seconds = seconds_of(array)
+        return seconds if seconds is not None else array.astype(float)
+    except (TypeError, ValueError):
+        return cell
 
 
 def read_log_files(

@@ -48,6 +48,12 @@ TIME_UNIT_RULE = (
 )
 
 
+#: Formats whose times are checked by ``TIME_UNIT_RULE`` when no ``time_unit`` is given: the
+#: request-log tables in files (tool exports state their units; a DataFrame is the program's
+#: own data and is not second-guessed).
+CHECKED_FORMATS = ("csv", "parquet")
+
+
 def _time_scale(time_unit: str | None) -> float:
     if time_unit is None:
         return 1.0
@@ -116,6 +122,71 @@ def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok,
     )
 
 
+#: Seconds per tick of numpy's datetime64/timedelta64 units (Arrow's timestamp/duration ones).
+_TICK_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "m": 60.0, "h": 3600.0, "D": 86400.0}
+
+
+def seconds_of(values) -> np.ndarray | None:
+    """Float seconds of a datetime64 (since 1970-01-01 UTC) or timedelta64 array, by the unit
+    its type declares; NaT → NaN. None when ``values`` holds no such type.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    values = np.asarray(values)
+    if values.dtype.kind not in "mM":
+        return None
+    unit, count = np.datetime_data(values.dtype)
+    if unit not in _TICK_S:
+        raise ValueError(
+            f"a time stored with unit {unit!r} is not supported; store s, ms, us or ns"
+        )
+    seconds = values.view(np.int64).astype(float) * (_TICK_S[unit] * count)
+    seconds[np.isnat(values)] = np.nan
+    return seconds
+
+
+def _typed_times(frame: pd.DataFrame, time_unit: str | None):
+    """Time columns stored as timestamps or durations (Arrow ``timestamp``/``duration``, numpy
+    ``datetime64``/``timedelta64``) converted to float seconds by the unit their type declares:
+    (frame, the converted column names, assumptions). ``time_unit`` does not apply to them."""
+    typed: dict[str, tuple[np.ndarray, str]] = {}
+    for name in (*_TIME_COLUMNS, "scheduled_ts"):
+        if name not in frame.columns:
+            continue
+        column = frame[name]
+        dtype = column.dtype
+        if isinstance(dtype, pd.ArrowDtype) and dtype.kind in "mM":
+            column = column.astype(dtype.numpy_dtype if dtype.kind == "m" else column.dtype)
+        if pd.api.types.is_datetime64_any_dtype(column.dtype):
+            zone = getattr(column.dtype, "tz", None)
+            if zone is not None:
+                column = column.dt.tz_convert("UTC").dt.tz_localize(None)
+            array = column.to_numpy()
+            unit = np.datetime_data(array.dtype)[0]
+            what = f"timestamp[{unit}{', ' + str(zone) if zone is not None else ''}]"
+            typed[name] = (seconds_of(array), f"{what}, read as seconds since 1970-01-01 UTC")
+        elif pd.api.types.is_timedelta64_dtype(column.dtype):
+            array = column.to_numpy()
+            unit = np.datetime_data(array.dtype)[0]
+            typed[name] = (seconds_of(array), f"duration[{unit}], read as seconds")
+    if not typed:
+        return frame, set(), []
+    if time_unit not in (None, "s"):
+        raise ValueError(
+            f"time_unit={time_unit!r} does not apply: {', '.join(typed)} are stored as "
+            "timestamps or durations, whose type declares their unit (leave time_unit out)"
+        )
+    kinds: dict[str, list[str]] = {}
+    for name, (_, what) in typed.items():
+        kinds.setdefault(what, []).append(name)
+    said = [
+        f"{', '.join(names)} stored as {what} (the unit the file declares)"
+        for what, names in kinds.items()
+    ]
+    frame = frame.assign(**{name: values for name, (values, _) in typed.items()})
+    return frame, set(typed), said
+
+
 # --- validation -----------------------------------------------------------------------------
 
 
@@ -159,17 +230,39 @@ class _Problems:
         return out.sort_values("row", kind="stable").reset_index(drop=True)
 
 
+#: Longest value a rejected row shows (a 100 MB cell is named, not copied into a message).
+_SHOWN_CHARS = 80
+
+
 def _show(value) -> str:
+    """A rejected value as text: what the frame holds (``None``, ``nan``, ``-0.0``, ``True``);
+    a CSV file's cells are replaced by the text as written in the file
+    (``llminfer.logs.logfile.record_cells``)."""
     if isinstance(value, np.ndarray):
         return np.array2string(value, threshold=6, precision=6)
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""  # missing: empty cell, NaN or None
-    return str(value)
+    if isinstance(value, (float, np.floating)):
+        text = repr(float(value))  # -0.0 stays -0.0, NaN is 'nan' (never an empty cell)
+    else:
+        text = "None" if value is None else str(value)
+    return shorten(text)
+
+
+def shorten(text: str) -> str:
+    """``text`` cut to ``_SHOWN_CHARS`` characters, saying how long it was.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[: _SHOWN_CHARS - 20]}… ({len(text):,} characters)"
 
 
 def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values as float64, missing mask, not-a-number mask) of one column."""
-    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+    if pd.api.types.is_bool_dtype(column):  # true/false is no count and no time
+        missing = np.asarray(pd.isna(column), dtype=bool)
+        return np.full(len(column), np.nan), missing, ~missing
+    if pd.api.types.is_numeric_dtype(column):
         # A plain numpy column has no NA but NaN; asking for na_value would copy it for nothing.
         na_value = {} if isinstance(column.dtype, np.dtype) else {"na_value": np.nan}
         values = column.to_numpy(dtype=float, **na_value)
@@ -178,7 +271,12 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     missing = np.asarray(pd.isna(column), dtype=bool) | np.array(
         [isinstance(v, str) and not v.strip() for v in raw], dtype=bool
     )
-    values = pd.to_numeric(column.where(~missing), errors="coerce").to_numpy(
+    # Only text and plain numbers are parsed: a bool, a list or a dict in a cell (JSON, a
+    # Parquet list column, an object DataFrame) is not a number, whatever pandas would make of it.
+    parsable = np.array(
+        [isinstance(v, (str, int, float, np.integer, np.floating)) for v in raw], dtype=bool
+    ) & ~np.array([isinstance(v, (bool, np.bool_)) for v in raw], dtype=bool)
+    values = pd.to_numeric(column.where(~missing & parsable), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan
     )
     # "nan" typed as text is missing too; anything else that failed to parse is not a number.
@@ -186,6 +284,7 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         [isinstance(v, str) and v.strip().lower() == "nan" for v in raw], dtype=bool
     )
     missing |= is_nan_text
+    values = np.where(parsable | missing, values, np.nan)
     not_number = np.isnan(values) & ~missing
     return values, missing, not_number
 
@@ -249,6 +348,7 @@ def validate_requests(
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
     _check_columns(frame, source)
+    frame, typed, typed_said = _typed_times(frame, time_unit)
     n = len(frame)
     problems = _Problems(n)
     failed = _status(frame, problems)
@@ -296,7 +396,7 @@ def validate_requests(
         elif not values.flags.owndata:  # a view of the frame's own array
             shared.add(name)
         numbers[name] = values
-        if scale != 1.0 and name not in _TOKEN_COLUMNS:
+        if scale != 1.0 and name not in _TOKEN_COLUMNS and name not in typed:
             numbers[name] = numbers[name] * scale
             shared.discard(name)
 
@@ -357,12 +457,12 @@ def validate_requests(
         raise BadRowsError(rejected, source)
 
     keep = ~problems.bad
-    if time_unit is None and source.format == "csv":
+    if time_unit is None and source.format in CHECKED_FORMATS:
         _check_seconds(numbers, numbers["output_tokens"], keep, ok, source)
     everything = keep.all()
     # Build the result column by column (no copy-then-overwrite of the whole frame).
     columns: dict[str, object] = {}
-    assumptions = list(source.assumptions)
+    assumptions = [*source.assumptions, *typed_said]
     for name in frame.columns:
         if name in numbers:
             values = numbers[name] if everything else numbers[name][keep]
