@@ -81,9 +81,10 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
     log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
     _report_rejected(log, args)
     if len(log) == 0:
+        rows = log.rejected.loc[log.rejected["row"] >= 0, "row"].nunique()
         raise NoValidRequests(
-            f"{args.file}: no valid request remains — all {log.rejected['row'].nunique()} "
-            "row(s) were rejected (reasons above)"
+            f"{args.file}: no valid request remains — all {rows} row(s) were rejected "
+            "(reasons above)"
         )
     return log
 
@@ -93,9 +94,14 @@ def _metrics(args: argparse.Namespace) -> int:
     if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
         from llminfer.logs.logstream import summarize_stream
 
-        summary = summarize_stream(args.file, slo=slo, engine=args.engine)
-        print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
-        print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+        summary = summarize_stream(args.file, slo=slo, engine=args.engine, time_unit=args.time_unit)
+        note = f"# streamed from {_shown(args.file)} ({args.engine}; rows not validated)"
+        if args.json:  # stdout is the JSON document alone; the note goes to stderr
+            print(note, file=sys.stderr)
+            print(json.dumps(_json_safe(summary.to_dict()), indent=2))
+        else:
+            print(note)
+            print(summary)
         return 0
     log = _read_log(args)
     if args.by:
@@ -108,15 +114,23 @@ def _metrics(args: argparse.Namespace) -> int:
         return 0
     summary = summarize(log, slo=slo)
     if args.json:
-        flat = {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in summary.to_dict().items()
-        }
-        print(json.dumps(flat, indent=2))
+        print(json.dumps(_json_safe(summary.to_dict()), indent=2))
     else:
         print(f"# {log.source}")
         print(summary)
     return 0
+
+
+def _json_safe(values: dict) -> dict:
+    """NaN and ±inf as null: JSON has no such numbers (``json.dumps`` would write ``NaN``)."""
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in values.items()
+    }
+
+
+def _shown(name: str) -> str:
+    """A file name as one line of text: control characters (a newline) escaped."""
+    return name if name.isprintable() else repr(name)[1:-1]
 
 
 def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
@@ -147,7 +161,8 @@ def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
     parser.add_argument(
         "--time-unit",
         choices=list(TIME_UNITS),
-        help="unit of the times in a CSV log (default: seconds, refused if implausible)",
+        help="unit of the times in a CSV or Parquet log (default: seconds, refused if "
+        "implausible; Arrow timestamps and durations declare their own unit)",
     )
 
 
@@ -156,14 +171,16 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     rejected = log.rejected
     if args.rejected:
         table = rejected
-        if log.source.format == "csv" and len(rejected):
-            from llminfer.logs.logfile import record_lines
-
-            lines = record_lines(log.source.path, rejected["row"])
-            table = rejected.assign(line=rejected["row"].map(lines).astype("Int64"))
-            table = table[["row", "line", "column", "value", "reason"]]
+        if len(rejected) and set(log.source.format.split("+")) == {"csv"}:
+            table = rejected.assign(line=_lines(rejected, log.source.path))
+            first = ["row", "line", "column", "value", "reason"]
+            table = table[[*first, *(c for c in table.columns if c not in first)]]
         Path(args.rejected).parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.rejected, index=False)
+    files = rejected[rejected["row"] < 0]  # whole files not read (a directory, --on-error report)
+    for item in files.itertuples(index=False):
+        print(f"warning: {_shown(str(item.source))}: {item.reason}", file=sys.stderr)
+    rejected = rejected[rejected["row"] >= 0]
     if not len(rejected):
         return
     counts = rejected.groupby("reason", sort=False).size().sort_values(ascending=False)
@@ -179,6 +196,25 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     elif len(rejected) > len(first):
         out.append("write every one to a file with --rejected FILE")
     print("\n".join(out), file=sys.stderr)
+
+
+def _lines(rejected: pd.DataFrame, path: str) -> pd.Series:
+    """The file line of each rejected row of a CSV log (one file, or each row's ``source``
+    file under a directory or glob); <NA> for a whole file not read."""
+    from llminfer.logs.logfile import record_lines
+
+    lines = pd.Series(pd.NA, index=rejected.index, dtype="Int64")
+    if "source" not in rejected.columns:
+        found = record_lines(path, rejected["row"])
+        return rejected["row"].map(found).astype("Int64")
+    root = Path(path)
+    for name, group in rejected[rejected["row"] >= 0].groupby("source", observed=True):
+        file = root / str(name) if root.is_dir() else Path(str(name))
+        if not file.is_file():
+            continue
+        found = record_lines(file, group["row"])
+        lines[group.index] = group["row"].map(found).astype("Int64")
+    return lines
 
 
 def register_metrics(subparsers) -> None:
@@ -459,8 +495,8 @@ def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> st
         )
     text = " ".join(text.split())  # one line, whatever the message held
     file = getattr(args, "file", None)
-    if file and file not in text:
-        text = f"{file}: {text}"
+    if file and file not in text and _shown(file) not in text and repr(file) not in text:
+        text = f"{_shown(file)}: {text}"
     return f"error: {text}"
 
 

@@ -15,6 +15,7 @@ request. Rejected rows carry ``source`` too.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ import pandas as pd
 
 from llminfer.logs import importers, logfile
 from llminfer.logs.discovery import is_many, log_files
-from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogSource, RequestLog
+from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogError, LogSource, RequestLog
 from llminfer.logs.validation import _time_scale, seconds_of, shorten, validate_requests
 
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
@@ -160,6 +161,42 @@ def _as_written(path: Path, rejected: pd.DataFrame, rows) -> tuple[dict[int, int
     return lines, rejected.assign(value=values)
 
 
+#: Largest ratio between two files' median TPOTs (or E2Es) that is read as one log: replicas of
+#: one benchmark differ by a few times at most; 1000× is one file in ms and one in seconds.
+MAX_UNIT_RATIO = 100.0
+
+
+def _check_units_agree(logs: list[RequestLog], names: list[str]) -> None:
+    """Refuse files whose times differ as units do: each file passed the seconds rule on its
+    own, yet one's median TPOT (E2E where there is none) is ``MAX_UNIT_RATIO``× another's."""
+    medians = []
+    for log, name in zip(logs, names, strict=True):
+        ok = log.ok
+        tokens = ok["output_tokens"].to_numpy()
+        decode = (ok["end_ts"] - ok["first_token_ts"]).to_numpy()
+        tpot = decode[tokens > 1] / (tokens[tokens > 1] - 1)
+        e2e = (ok["end_ts"] - ok["start_ts"]).to_numpy()
+        medians.append(
+            (name, float(np.nanmedian(tpot)) if tpot.size else math.nan,
+             float(np.nanmedian(e2e)) if e2e.size else math.nan)
+        )  # fmt: skip
+    for index, what in ((1, "TPOT"), (2, "E2E latency")):
+        known = [(m[index], m[0]) for m in medians if m[index] > 0 and math.isfinite(m[index])]
+        if len(known) < 2:
+            continue
+        (low, low_name), (high, high_name) = min(known), max(known)
+        if high > MAX_UNIT_RATIO * low:
+            raise LogError(
+                f"the files do not share one time unit: the median {what} of {high_name} is "
+                f"{high:.4g} and of {low_name} {low:.4g}, {high / low:,.0f}× as much (more "
+                f"than {MAX_UNIT_RATIO:g}× between replicas is a unit, not a workload): "
+                "convert them to one unit, or read them one by one with their own unit",
+                " (time_unit= applies to every file)",
+                " (--time-unit applies to every file)",
+            )
+        return
+
+
 def _list_cell(cell):
     """A Parquet list cell as a float array (timestamps by their declared unit, in seconds);
     anything that is not a list of numbers is left as it is, for validation to report."""
@@ -196,14 +233,31 @@ def read_log_files(
         if not files:
             raise ValueError("source=[] names no log file")
         root, where = Path(), ", ".join(map(str, files))
-    logs, names = [], []
+    logs, names, unread = [], [], []
     for file in files:
         try:
             name = str(file.relative_to(root)) if root != Path() else str(file)
         except ValueError:
             name = str(file)
-        logs.append(read_requests(file, format=format, on_error=on_error, time_unit=time_unit))
+        try:
+            log = read_requests(file, format=format, on_error=on_error, time_unit=time_unit)
+        except (ValueError, OSError) as error:
+            if on_error == "raise":
+                raise
+            # report: one replica's bad file does not hide the others; it is named, never
+            # dropped silently (a rejected entry with row -1, and an assumption).
+            said = error.cli_message() if isinstance(error, LogError) else str(error)
+            unread.append((name, " ".join(said.split())))
+            continue
+        logs.append(log)
         names.append(name)
+    if not logs:
+        name, said = unread[0]
+        raise ValueError(
+            f"source={where!r}: none of its {len(files)} file(s) could be read; the first, "
+            f"{name}: {said}"
+        )
+    _check_units_agree(logs, names)
     frames = []
     for log, name in zip(logs, names, strict=True):
         if "source" in log.requests.columns:
@@ -216,14 +270,23 @@ def read_log_files(
     requests["source"] = pd.Categorical(requests["source"], categories=names)
     requests["status"] = pd.Categorical(requests["status"], categories=["ok", "failed"])
     rejected = [log.rejected.assign(source=name) for log, name in zip(logs, names, strict=True)]
-    rejected = pd.concat(rejected, ignore_index=True) if rejected else logs[0].rejected
+    rejected += [
+        pd.DataFrame(
+            {"row": [-1], "column": [""], "value": [""], "reason": [f"file not read: {said}"],
+             "source": [name]}
+        )
+        for name, said in unread
+    ]  # fmt: skip
+    rejected = pd.concat(rejected, ignore_index=True)
+    rejected["row"] = rejected["row"].astype("int64")
     formats = sorted({log.source.format for log in logs})
     assumptions = [
         f"{name}: {said}"
         for log, name in zip(logs, names, strict=True)
         for said in log.source.assumptions
     ]
-    assumptions.insert(0, f"{len(files)} file(s) read, each request's file in column 'source'")
+    assumptions.insert(0, f"{len(logs)} file(s) read, each request's file in column 'source'")
+    assumptions += [f"{name} NOT READ (on_error='report'): {said}" for name, said in unread]
     return RequestLog(
         requests=requests,
         rejected=rejected,

@@ -111,8 +111,17 @@ def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok,
             )
     if evidence is None:
         return
-    where = f"source={source.path!r}: the times" if source.path else "the log's times"
-    raise LogError(
+    raise unit_error(source.path, evidence)
+
+
+def unit_error(path: str | None, evidence: str) -> LogError:
+    """The ``LogError`` for times implausible as seconds (``TIME_UNIT_RULE``), ``evidence``
+    saying which value or median broke it.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    where = f"source={path!r}: the times" if path else "the log's times"
+    return LogError(
         f"{where} do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
         "Are they milliseconds, microseconds or nanoseconds?",
         " Pass time_unit='ms', 'us' or 'ns' to convert them, or time_unit='s' if they really "
