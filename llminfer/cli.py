@@ -56,12 +56,33 @@ def parse_slo(text: str) -> dict[str, float]:
                 f"--slo {part!r} is not NAME=DURATION with NAME in ttft, tpot, e2e and "
                 "DURATION like 500ms or 2s"
             )
+        if key in slo:
+            raise ValueError(f"--slo {text!r} names {name.strip()} twice; give each target once")
         slo[key] = float(match.group(1)) * _SCALE[match.group(2)]
         if not slo[key] > 0:
             raise ValueError(f"--slo {part!r}: a latency target must be more than 0")
     if not slo:
         raise ValueError(f"--slo {text!r} names no target; e.g. ttft=500ms,tpot=50ms")
     return slo
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``"50,90,99.9"`` → ``(50.0, 90.0, 99.9)``: each in (0, 100], each once.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    values: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        value = float(part) if re.fullmatch(r"[0-9]*\.?[0-9]+", part) else math.nan
+        if not 0 < value <= 100:
+            raise ValueError(
+                f"--percentiles {text!r}: {part!r} is not a percentile; give numbers in "
+                "(0, 100] separated by commas, e.g. 50,90,99.9"
+            )
+        if value in values:
+            raise ValueError(f"--percentiles {text!r} names {part} twice")
+        values.append(value)
+    return tuple(values)
 
 
 #: Rejected rows printed on stderr by ``--on-error report`` (``--rejected FILE`` writes all).
@@ -80,6 +101,8 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
     on_error = "report" if args.rejected else args.on_error
     log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
     _report_rejected(log, args)
+    if len(log) == 0 and not len(log.rejected):
+        raise NoValidRequests(f"{args.file}: the log holds no requests (no rows)")
     if len(log) == 0:
         rows = log.rejected.loc[log.rejected["row"] >= 0, "row"].nunique()
         raise NoValidRequests(
@@ -91,10 +114,17 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
 
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
+    percentiles = parse_percentiles(args.percentiles) if args.percentiles else (50, 90, 95, 99)
     if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
+        for option, given in (("--by", args.by), ("--on-error report", args.on_error != "raise"),
+                              ("--rejected", args.rejected)):  # fmt: skip
+            if given:
+                raise ValueError(f"{option} does not go with --stream (rows are not validated)")
         from llminfer.logs.logstream import summarize_stream
 
-        summary = summarize_stream(args.file, slo=slo, engine=args.engine, time_unit=args.time_unit)
+        summary = summarize_stream(
+            args.file, percentiles, slo=slo, engine=args.engine, time_unit=args.time_unit
+        )
         note = f"# streamed from {_shown(args.file)} ({args.engine}; rows not validated)"
         if args.json:  # stdout is the JSON document alone; the note goes to stderr
             print(note, file=sys.stderr)
@@ -105,14 +135,14 @@ def _metrics(args: argparse.Namespace) -> int:
         return 0
     log = _read_log(args)
     if args.by:
-        grouped = summarize(log, slo=slo, by=args.by)
+        grouped = summarize(log, percentiles, slo=slo, by=args.by)
         if args.json:
             print(grouped.table.to_json(orient="index", indent=2))
         else:
             print(f"# {log.source}")
             print(grouped)
         return 0
-    summary = summarize(log, slo=slo)
+    summary = summarize(log, percentiles, slo=slo)
     if args.json:
         print(json.dumps(_json_safe(summary.to_dict()), indent=2))
     else:
@@ -230,6 +260,9 @@ def register_metrics(subparsers) -> None:
     )
     _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--percentiles", help="latency percentiles to report, e.g. 50,90,99.9 (default 50,90,95,99)"
+    )
     parser.add_argument(
         "--by",
         help="also one row per value of this column, e.g. --by source for a directory or glob",
@@ -457,12 +490,21 @@ COMMANDS: list[Callable] = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its usage errors as one ``error:`` line (exit 2), like every
+    other error of the command line (``--help`` still prints the usage)."""
+
+    def error(self, message: str):
+        text = " ".join(message.split())
+        self.exit(2, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m llminfer`` parser with every subcommand in ``COMMANDS``.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
     )
     parser.add_argument(

@@ -155,6 +155,10 @@ def check_path(path: Path) -> None:
     if path.is_dir():
         raise ValueError(f"{_where(path)} is a directory, not a log file; name a file in it")
     if not path.exists():
+        if path.is_symlink():
+            raise ValueError(
+                f"{_where(path)} is a symbolic link that leads to no file (broken, or a loop)"
+            )
         raise ValueError(f"{_where(path)}: no such file")
     if not path.is_file():
         raise ValueError(f"{_where(path)} is not a regular file (a device or a pipe?)")

@@ -58,9 +58,18 @@ def _files(source) -> list[Path]:
         files = log_files(source)[0]
     else:
         files = [Path(source)]
+    from llminfer.logs.logfile import is_structured
+
     for f in files:
         if not f.is_file():
             raise ValueError(f"source: {str(f)!r} is no such file")
+        if f.stat().st_size == 0:
+            raise ValueError(f"source={str(f)!r} is empty (0 bytes)")
+        if f.suffix not in (".parquet", ".pq") and is_structured(f):
+            raise ValueError(
+                f"source={str(f)!r} is not a CSV or Parquet table (JSON?): --stream reads "
+                "request-log tables only; read a tool's export without --stream"
+            )
     return files
 
 
@@ -119,6 +128,12 @@ def _engine_batches(
             )
         dataset = ds.dataset([str(f) for f in files], format=form)
         names = dataset.schema.names
+        missing = [name for name in _COLUMNS if name not in names]
+        if missing:
+            raise ValueError(
+                f"source={str(files[0])!r}: the log lacks column(s) {', '.join(missing)}; a "
+                f"request log needs request_id, {', '.join(_COLUMNS)}"
+            )
         columns = [*_COLUMNS, *(["status"] if "status" in names else [])]
         reader = dataset.to_batches(columns=columns, batch_size=batch_rows)
     else:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs import importers, logfile
-from llminfer.logs.discovery import is_many, log_files
+from llminfer.logs.discovery import LOG_SUFFIXES, is_many, log_files
 from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogError, LogSource, RequestLog
 from llminfer.logs.validation import _time_scale, seconds_of, shorten, validate_requests
 
@@ -139,6 +139,8 @@ def read_requests(
     )
     frame = imported.frame
     if format == "parquet":
+        if len(frame) == 0:
+            raise ValueError(f"source={str(path)!r} is a Parquet table with no rows: no requests")
         for name in ("token_ts", "chunk_tokens"):
             if name in frame.columns:  # Parquet lists arrive as numpy arrays already
                 frame[name] = [_list_cell(c) for c in frame[name]]
@@ -153,7 +155,7 @@ def _as_written(path: Path, rejected: pd.DataFrame, rows) -> tuple[dict[int, int
     if not cells:
         return lines, rejected
     values = [
-        shorten(cells[row][column]) if row in cells and column in cells[row] else value
+        (shorten(cells[row].get(column, "")) if row in cells else value)
         for row, column, value in zip(
             rejected["row"], rejected["column"], rejected["value"], strict=True
         )
@@ -287,6 +289,18 @@ def read_log_files(
     ]
     assumptions.insert(0, f"{len(logs)} file(s) read, each request's file in column 'source'")
     assumptions += [f"{name} NOT READ (on_error='report'): {said}" for name, said in unread]
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        other = sorted(
+            p.name
+            for p in Path(source).iterdir()
+            if p.is_file() and not p.name.endswith(LOG_SUFFIXES) and not p.name.startswith(".")
+        )
+        if other:
+            shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+            assumptions.append(
+                f"{len(other)} other file(s) in the directory not read (a directory is read for "
+                f"{', '.join(LOG_SUFFIXES)} files; name a JSON export on its own): {shown}"
+            )
     return RequestLog(
         requests=requests,
         rejected=rejected,

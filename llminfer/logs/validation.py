@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import replace
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -283,7 +284,8 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Only text and plain numbers are parsed: a bool, a list or a dict in a cell (JSON, a
     # Parquet list column, an object DataFrame) is not a number, whatever pandas would make of it.
     parsable = np.array(
-        [isinstance(v, (str, int, float, np.integer, np.floating)) for v in raw], dtype=bool
+        [isinstance(v, (str, int, float, Decimal, np.integer, np.floating)) for v in raw],
+        dtype=bool,
     ) & ~np.array([isinstance(v, (bool, np.bool_)) for v in raw], dtype=bool)
     values = pd.to_numeric(column.where(~missing & parsable), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from llminfer.logs.logfile import _COMPRESSION, _OPENERS, DAMAGED, damaged_message
+from llminfer.logs.logfile import _BOMS, _COMPRESSION, _OPENERS, DAMAGED, damaged_message
 
 
 class ExportError(ValueError):
@@ -71,9 +71,14 @@ def _text(path: Path) -> str:
             raise
         raise ValueError(damaged_message(path, compression, exc)) from None
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode(_encoding(raw))
     except UnicodeDecodeError as exc:
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
+
+
+def _encoding(raw: bytes) -> str:
+    """The text encoding a byte-order mark names (UTF-16/32), else UTF-8 (a UTF-8 mark skipped)."""
+    return next((name for bom, name in _BOMS if raw.startswith(bom)), "utf-8-sig")
 
 
 def text_of(path: Path) -> str:
@@ -95,11 +100,12 @@ def _head(path: Path, size: int = 1 << 16) -> str:
         if compression is None:
             raise
         raise ValueError(damaged_message(path, compression, exc)) from None
+    encoding = _encoding(raw)
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode(encoding)
     except UnicodeDecodeError as exc:
-        if len(raw) == size and exc.start >= size - 3:  # a character cut by the head's end
-            return raw[: exc.start].decode("utf-8-sig")
+        if len(raw) == size and exc.start >= size - 4:  # a character cut by the head's end
+            return raw[: exc.start].decode(encoding)
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
 
 
