@@ -165,7 +165,8 @@ def _readable(reader, files: list[Path]):
         yield from reader
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
         where = str(files[0]) if len(files) == 1 else f"{len(files)} files from {files[0]}"
-        text = " ".join(str(exc).split())[:300]
+        # pyarrow names the file twice before its reason ("Invalid: In CSV column #4: …").
+        text = " ".join(str(exc).split()).split("Invalid: ")[-1].split("IOError: ")[-1][:300]
         raise ValueError(
             f"source={where!r} cannot be streamed: {text}; --stream does not validate rows: "
             "read the log without --stream to see each bad row"

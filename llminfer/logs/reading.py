@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,13 @@ import pandas as pd
 from llminfer.logs import importers, logfile
 from llminfer.logs.discovery import LOG_SUFFIXES, is_many, log_files
 from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogError, LogSource, RequestLog
-from llminfer.logs.validation import _time_scale, seconds_of, shorten, validate_requests
+from llminfer.logs.validation import (
+    _time_scale,
+    seconds_of,
+    shorten,
+    typed_times,
+    validate_requests,
+)
 
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
 FORMATS = (
@@ -144,6 +151,10 @@ def read_requests(
         for name in ("token_ts", "chunk_tokens"):
             if name in frame.columns:  # Parquet lists arrive as numpy arrays already
                 frame[name] = [_list_cell(c) for c in frame[name]]
+        # Timestamps and durations: seconds by the unit the file's schema declares.
+        frame, _, said = typed_times(frame, time_unit, _declared_times(path))
+        if said:
+            source = replace(source, assumptions=(*source.assumptions, *said))
         return validate_requests(frame, source, on_error, time_unit)
     return validate_requests(frame, source, on_error)
 
@@ -197,6 +208,23 @@ def _check_units_agree(logs: list[RequestLog], names: list[str]) -> None:
                 " (--time-unit applies to every file)",
             )
         return
+
+
+def _declared_times(path: Path) -> dict[str, str]:
+    """Each timestamp or duration column's type as a Parquet file's schema declares it
+    (``timestamp[s, tz=UTC]``, ``duration[ms]``): read from the footer, no data read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException):
+        return {}
+    return {
+        field.name: str(field.type)
+        for field in schema
+        if pa.types.is_timestamp(field.type) or pa.types.is_duration(field.type)
+    }
 
 
 def _list_cell(cell):

@@ -155,10 +155,16 @@ def seconds_of(values) -> np.ndarray | None:
     return seconds
 
 
-def _typed_times(frame: pd.DataFrame, time_unit: str | None):
+def typed_times(frame: pd.DataFrame, time_unit: str | None, declared: dict[str, str] | None = None):
     """Time columns stored as timestamps or durations (Arrow ``timestamp``/``duration``, numpy
     ``datetime64``/``timedelta64``) converted to float seconds by the unit their type declares:
-    (frame, the converted column names, assumptions). ``time_unit`` does not apply to them."""
+    (frame, the converted column names, assumptions). ``time_unit`` does not apply to them.
+    ``declared``: each column's type as the file declares it (``timestamp[s]``; pandas may hold
+    it in a finer unit), for the assumption's wording.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    declared = declared or {}
     typed: dict[str, tuple[np.ndarray, str]] = {}
     for name in (*_TIME_COLUMNS, "scheduled_ts"):
         if name not in frame.columns:
@@ -174,11 +180,13 @@ def _typed_times(frame: pd.DataFrame, time_unit: str | None):
             array = column.to_numpy()
             unit = np.datetime_data(array.dtype)[0]
             what = f"timestamp[{unit}{', ' + str(zone) if zone is not None else ''}]"
+            what = declared.get(name, what)
             typed[name] = (seconds_of(array), f"{what}, read as seconds since 1970-01-01 UTC")
         elif pd.api.types.is_timedelta64_dtype(column.dtype):
             array = column.to_numpy()
             unit = np.datetime_data(array.dtype)[0]
-            typed[name] = (seconds_of(array), f"duration[{unit}], read as seconds")
+            what = declared.get(name, f"duration[{unit}]")
+            typed[name] = (seconds_of(array), f"{what}, read as seconds")
     if not typed:
         return frame, set(), []
     if time_unit not in (None, "s"):
@@ -359,7 +367,7 @@ def validate_requests(
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
     _check_columns(frame, source)
-    frame, typed, typed_said = _typed_times(frame, time_unit)
+    frame, typed, typed_said = typed_times(frame, time_unit)
     n = len(frame)
     problems = _Problems(n)
     failed = _status(frame, problems)

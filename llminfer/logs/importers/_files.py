@@ -134,7 +134,7 @@ def load(path: Path) -> Document:
     try:
         return Document(path, json=_loads(text), kind="json")
     except DuplicateKey as exc:
-        raise problem(path, "", str(exc)) from None
+        raise problem(path, _line_of_duplicate(text), str(exc)) from None
     except json.JSONDecodeError as whole:
         # Not one JSON value: JSON Lines (one record a line), e.g. AIPerf or SGLang output.
         lines = []
@@ -170,6 +170,20 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 def _loads(text: str):
     return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _line_of_duplicate(text: str) -> str:
+    """ "line N" when the text is JSON Lines and line N holds the duplicate key, else ""."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            _loads(line)
+        except DuplicateKey:
+            return f"line {number}"
+        except (json.JSONDecodeError, RecursionError):
+            return ""  # one JSON value over many lines
+    return ""
 
 
 def number(value, path, where: str, *, allow_none: bool = False) -> float:
