@@ -8,7 +8,9 @@ function and appending it to ``COMMANDS``.
 Exit codes: 0 done; 2 anything else — a bad command line, an unreadable or invalid log, no
 valid request left, or an internal error (then the line says so and asks for ``--debug``) —
 with exactly one ``error: …`` line on stderr naming the file and, where it applies, the row,
-file line, column and value, never a traceback (``--debug`` shows one); 130 interrupted.
+file line, column and value, never a traceback (``--debug`` shows one); a usage error
+(an unknown option, a bad choice) is one such line too; 130 interrupted. A directory read
+with ``--on-error report`` prints one ``warning: …`` line per file it could not read.
 """
 
 from __future__ import annotations

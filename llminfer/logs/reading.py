@@ -71,11 +71,20 @@ def read_requests(
     row, file line, column and value; with ``on_error="report"`` the valid rows load and
     ``.rejected`` lists every problem. Times in seconds, token counts as integers.
 
-    ``time_unit``: the unit of the times in a CSV or DataFrame log, ``"s"``, ``"ms"``,
+    ``time_unit``: the unit of the times in a CSV, Parquet or DataFrame log, ``"s"``, ``"ms"``,
     ``"us"`` or ``"ns"``; they are converted to seconds. ``None`` (the default) means seconds;
-    a CSV file's times are checked: one implausible as seconds (``TIME_UNIT_RULE``) is refused
-    with a message suggesting ``time_unit`` — never rescaled by a guess. (A DataFrame is the
-    program's own data: it is not second-guessed.) Tool exports state their own units.
+    a CSV or Parquet file's times are checked: one implausible as seconds (``TIME_UNIT_RULE``)
+    is refused with a message suggesting ``time_unit`` — never rescaled by a guess. (A
+    DataFrame is the program's own data: it is not second-guessed.) Times stored as
+    timestamps or durations (Arrow ``timestamp``/``duration``, numpy ``datetime64``) are
+    converted by the unit their type declares, which ``LogSource.assumptions`` states; a
+    ``time_unit`` other than ``"s"`` is then refused. Tool exports state their own units.
+
+    Many files with ``on_error="report"``: a file that cannot be read (or whose times are
+    implausible as seconds) is left out and listed — a ``rejected`` row with ``row`` -1 and
+    ``source`` naming it, and an assumption — while the others load; with ``"raise"`` it
+    stops the read. Files whose times differ by a unit's factor (``MAX_UNIT_RATIO``) are
+    refused either way.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
