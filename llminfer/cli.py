@@ -239,9 +239,11 @@ def _lines(rejected: pd.DataFrame, path: str) -> pd.Series:
     if "source" not in rejected.columns:
         found = record_lines(path, rejected["row"])
         return rejected["row"].map(found).astype("Int64")
-    root = Path(path)
+    from llminfer.logs.discovery import log_files
+
+    root = log_files(path)[1]  # the folder the names in 'source' are relative to
     for name, group in rejected[rejected["row"] >= 0].groupby("source", observed=True):
-        file = root / str(name) if root.is_dir() else Path(str(name))
+        file = root / str(name)
         if not file.is_file():
             continue
         found = record_lines(file, group["row"])

@@ -478,3 +478,16 @@ def test_parse_percentiles():
     for text in ("", "abc", "0", "100.5", "-1", "1e2", "nan", "inf", "50,50"):
         with pytest.raises(ValueError, match="--percentiles"):
             parse_percentiles(text)
+
+
+def test_rejected_file_of_a_directory_or_glob_names_each_row_and_line(tmp_path, capsys):
+    bad = HEADER + "\nr1,0,0.4,3.1,10,5\n\nr2,0,0.4,NaN,10,5\n"
+    folder = _directory(tmp_path, "d", a_csv=_frame(), b_csv=bad, c_csv=HEADER + "\n")
+    for source in (folder, folder / "*.csv"):
+        out = tmp_path / "rejected.csv"
+        assert main(["metrics", str(source), "--rejected", str(out)]) == 0
+        assert "warning: c.csv: file not read" in capsys.readouterr().err
+        table = pd.read_csv(out, keep_default_na=False)
+        row = table[table["source"] == "b.csv"].iloc[0]
+        assert (row["row"], row["line"], row["value"]) == (1, "4", "NaN")  # c.csv: no line
+        assert table[table["source"] == "c.csv"]["row"].tolist() == [-1]
