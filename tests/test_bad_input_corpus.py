@@ -391,6 +391,21 @@ def test_arrow_timestamps_are_converted_by_their_declared_unit(tmp_path):
     assert (log.requests["end_ts"] - log.requests["start_ts"]).tolist() == pytest.approx(
         [3.10, 4.21, 2.52], abs=1e-6
     )
+    # pandas' Arrow-backed columns (dtype_backend="pyarrow"), a missing end reported.
+    ms = pa.duration("ms")
+    arrow = BASE.assign(
+        **{c: pd.Series(pa.array((BASE[c] * 1e3).round().astype("int64")).cast(ms),
+                        dtype=pd.ArrowDtype(ms)) for c in TIMES}
+    )  # fmt: skip
+    arrow.loc[0, "end_ts"] = None
+    log = read_requests(arrow, on_error="report")
+    assert "duration[ms]" in log.source.assumptions[0]
+    assert (log.requests["end_ts"] - log.requests["start_ts"]).tolist() == pytest.approx(
+        [4.21, 2.52]
+    )
+    assert log.rejected["reason"].tolist() == ["missing end_ts"]
+    with pytest.raises(ValueError, match="time_unit='ms' does not apply"):
+        read_requests(arrow, time_unit="ms")
 
 
 def test_parquet_is_held_to_the_same_seconds_rule_as_csv(tmp_path):

@@ -171,9 +171,18 @@ def typed_times(frame: pd.DataFrame, time_unit: str | None, declared: dict[str, 
             continue
         column = frame[name]
         dtype = column.dtype
-        if isinstance(dtype, pd.ArrowDtype) and dtype.kind in "mM":
-            column = column.astype(dtype.numpy_dtype if dtype.kind == "m" else column.dtype)
-        if pd.api.types.is_datetime64_any_dtype(column.dtype):
+        if isinstance(dtype, pd.ArrowDtype) and dtype.kind in "mM":  # pandas' Arrow-backed
+            import pyarrow as pa
+
+            kind = dtype.pyarrow_dtype  # ticks since the epoch (UTC) or ticks of duration
+            ticks = pa.array(column.array).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            seconds = ticks.astype(float) * _TICK_S[kind.unit]
+            if dtype.kind == "M":
+                what = declared.get(name, str(kind)) + ", read as seconds since 1970-01-01 UTC"
+            else:
+                what = declared.get(name, str(kind)) + ", read as seconds"
+            typed[name] = (seconds, what)
+        elif pd.api.types.is_datetime64_any_dtype(column.dtype):
             zone = getattr(column.dtype, "tz", None)
             if zone is not None:
                 column = column.dt.tz_convert("UTC").dt.tz_localize(None)
@@ -198,7 +207,7 @@ def typed_times(frame: pd.DataFrame, time_unit: str | None, declared: dict[str, 
     for name, (_, what) in typed.items():
         kinds.setdefault(what, []).append(name)
     said = [
-        f"{', '.join(names)} stored as {what} (the unit the file declares)"
+        f"{', '.join(names)} stored as {what} (the unit its type declares)"
         for what, names in kinds.items()
     ]
     frame = frame.assign(**{name: values for name, (values, _) in typed.items()})
