@@ -506,3 +506,16 @@ def test_rejected_file_of_a_directory_or_glob_names_each_row_and_line(tmp_path, 
         row = table[table["source"] == "b.csv"].iloc[0]
         assert (row["row"], row["line"], row["value"]) == (1, "4", "NaN")  # c.csv: no line
         assert table[table["source"] == "c.csv"]["row"].tolist() == [-1]
+
+
+def test_one_bad_row_at_the_end_of_a_long_file_is_named_with_its_line(tmp_path, capsys):
+    n = 200_000
+    rows = "".join(f"r{i},{i * 1e-3:.3f},{i * 1e-3 + 0.4:.3f},{i * 1e-3 + 3.1:.3f},10,5\n"
+                   for i in range(n - 1))  # fmt: skip
+    path = _text(tmp_path, "long.csv", HEADER + "\n" + rows + f"r{n - 1},1,1.4,NaN,10,5\n")
+    code, _, err = _run(path, [], capsys)
+    assert code == 2
+    assert f"row {n - 1} (line {n + 1} of the file), column end_ts, value 'NaN'" in err
+    code, out, err = _run(path, ["--on-error", "report"], capsys)
+    assert code == 0 and f"requests: {n - 1} " in out
+    assert "1 row(s) rejected" in err
