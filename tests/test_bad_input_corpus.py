@@ -519,3 +519,17 @@ def test_one_bad_row_at_the_end_of_a_long_file_is_named_with_its_line(tmp_path, 
     code, out, err = _run(path, ["--on-error", "report"], capsys)
     assert code == 0 and f"requests: {n - 1} " in out
     assert "1 row(s) rejected" in err
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: read_requests(DATA / "requests.csv", time_unit=["ms"]), r"time_unit=\['ms'\]"),
+        (lambda: read_requests(pd.DataFrame({f"c{i}": [1] for i in range(3000)})), "2,970 more"),
+        (lambda: read_requests(BASE, time_unit="hours"), "time_unit='hours' is not known"),
+    ],
+)
+def test_api_errors_name_the_parameter_and_stay_short(call, match):
+    with pytest.raises(ValueError, match=match) as caught:
+        call()
+    assert len(str(caught.value)) < 600

@@ -58,7 +58,7 @@ CHECKED_FORMATS = ("csv", "parquet")
 def _time_scale(time_unit: str | None) -> float:
     if time_unit is None:
         return 1.0
-    if time_unit not in TIME_UNITS:
+    if not isinstance(time_unit, str) or time_unit not in TIME_UNITS:
         raise ValueError(
             f"time_unit={time_unit!r} is not known; use one of {', '.join(TIME_UNITS)} "
             "(or None: seconds, checked for plausibility)"
@@ -608,9 +608,14 @@ def _check_columns(frame: pd.DataFrame, source: LogSource) -> None:
     where = f"source={source.path!r}: " if source.path else ""
     raise ValueError(
         f"{where}the log lacks column(s) {', '.join(missing)}; a request log needs "
-        f"{', '.join(ARTICLE_COLUMNS)} (found: {', '.join(found)})"
-        + "".join(f"; {h}" for h in hints)
+        f"{', '.join(ARTICLE_COLUMNS)} (found: {_listed(found)})" + "".join(f"; {h}" for h in hints)
     )
+
+
+def _listed(names: list[str], most: int = 30) -> str:
+    """Names for a message: the first ``most`` (each cut to 40 characters), then how many more."""
+    shown = ", ".join(shorten(n) if len(n) <= 40 else n[:39] + "…" for n in names[:most])
+    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
 
 
 def _blank(ids: pd.Series) -> np.ndarray:
