@@ -8,7 +8,9 @@ function and appending it to ``COMMANDS``.
 Exit codes: 0 done; 2 anything else — a bad command line, an unreadable or invalid log, no
 valid request left, or an internal error (then the line says so and asks for ``--debug``) —
 with exactly one ``error: …`` line on stderr naming the file and, where it applies, the row,
-file line, column and value, never a traceback (``--debug`` shows one); 130 interrupted.
+file line, column and value, never a traceback (``--debug`` shows one); a usage error
+(an unknown option, a bad choice) is one such line too; 130 interrupted. A directory read
+with ``--on-error report`` prints one ``warning: …`` line per file it could not read.
 """
 
 from __future__ import annotations
@@ -56,12 +58,33 @@ def parse_slo(text: str) -> dict[str, float]:
                 f"--slo {part!r} is not NAME=DURATION with NAME in ttft, tpot, e2e and "
                 "DURATION like 500ms or 2s"
             )
+        if key in slo:
+            raise ValueError(f"--slo {text!r} names {name.strip()} twice; give each target once")
         slo[key] = float(match.group(1)) * _SCALE[match.group(2)]
         if not slo[key] > 0:
             raise ValueError(f"--slo {part!r}: a latency target must be more than 0")
     if not slo:
         raise ValueError(f"--slo {text!r} names no target; e.g. ttft=500ms,tpot=50ms")
     return slo
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``"50,90,99.9"`` → ``(50.0, 90.0, 99.9)``: each in (0, 100], each once.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    values: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        value = float(part) if re.fullmatch(r"[0-9]*\.?[0-9]+", part) else math.nan
+        if not 0 < value <= 100:
+            raise ValueError(
+                f"--percentiles {text!r}: {part!r} is not a percentile; give numbers in "
+                "(0, 100] separated by commas, e.g. 50,90,99.9"
+            )
+        if value in values:
+            raise ValueError(f"--percentiles {text!r} names {part} twice")
+        values.append(value)
+    return tuple(values)
 
 
 #: Rejected rows printed on stderr by ``--on-error report`` (``--rejected FILE`` writes all).
@@ -80,43 +103,66 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
     on_error = "report" if args.rejected else args.on_error
     log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
     _report_rejected(log, args)
+    if len(log) == 0 and not len(log.rejected):
+        raise NoValidRequests(f"{args.file}: the log holds no requests (no rows)")
     if len(log) == 0:
+        rows = log.rejected.loc[log.rejected["row"] >= 0, "row"].nunique()
         raise NoValidRequests(
-            f"{args.file}: no valid request remains — all {log.rejected['row'].nunique()} "
-            "row(s) were rejected (reasons above)"
+            f"{args.file}: no valid request remains — all {rows} row(s) were rejected "
+            "(reasons above)"
         )
     return log
 
 
 def _metrics(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
+    percentiles = parse_percentiles(args.percentiles) if args.percentiles else (50, 90, 95, 99)
     if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
+        for option, given in (("--by", args.by), ("--on-error report", args.on_error != "raise"),
+                              ("--rejected", args.rejected)):  # fmt: skip
+            if given:
+                raise ValueError(f"{option} does not go with --stream (rows are not validated)")
         from llminfer.logs.logstream import summarize_stream
 
-        summary = summarize_stream(args.file, slo=slo, engine=args.engine)
-        print(f"# streamed from {args.file} ({args.engine}; rows not validated)")
-        print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+        summary = summarize_stream(
+            args.file, percentiles, slo=slo, engine=args.engine, time_unit=args.time_unit
+        )
+        note = f"# streamed from {_shown(args.file)} ({args.engine}; rows not validated)"
+        if args.json:  # stdout is the JSON document alone; the note goes to stderr
+            print(note, file=sys.stderr)
+            print(json.dumps(_json_safe(summary.to_dict()), indent=2))
+        else:
+            print(note)
+            print(summary)
         return 0
     log = _read_log(args)
     if args.by:
-        grouped = summarize(log, slo=slo, by=args.by)
+        grouped = summarize(log, percentiles, slo=slo, by=args.by)
         if args.json:
             print(grouped.table.to_json(orient="index", indent=2))
         else:
             print(f"# {log.source}")
             print(grouped)
         return 0
-    summary = summarize(log, slo=slo)
+    summary = summarize(log, percentiles, slo=slo)
     if args.json:
-        flat = {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in summary.to_dict().items()
-        }
-        print(json.dumps(flat, indent=2))
+        print(json.dumps(_json_safe(summary.to_dict()), indent=2))
     else:
         print(f"# {log.source}")
         print(summary)
     return 0
+
+
+def _json_safe(values: dict) -> dict:
+    """NaN and ±inf as null: JSON has no such numbers (``json.dumps`` would write ``NaN``)."""
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in values.items()
+    }
+
+
+def _shown(name: str) -> str:
+    """A file name as one line of text: control characters (a newline) escaped."""
+    return name if name.isprintable() else repr(name)[1:-1]
 
 
 def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
@@ -147,7 +193,8 @@ def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
     parser.add_argument(
         "--time-unit",
         choices=list(TIME_UNITS),
-        help="unit of the times in a CSV log (default: seconds, refused if implausible)",
+        help="unit of the times in a CSV or Parquet log (default: seconds, refused if "
+        "implausible; Arrow timestamps and durations declare their own unit)",
     )
 
 
@@ -156,14 +203,16 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     rejected = log.rejected
     if args.rejected:
         table = rejected
-        if log.source.format == "csv" and len(rejected):
-            from llminfer.logs.logfile import record_lines
-
-            lines = record_lines(log.source.path, rejected["row"])
-            table = rejected.assign(line=rejected["row"].map(lines).astype("Int64"))
-            table = table[["row", "line", "column", "value", "reason"]]
+        if len(rejected) and set(log.source.format.split("+")) == {"csv"}:
+            table = rejected.assign(line=_lines(rejected, log.source.path))
+            first = ["row", "line", "column", "value", "reason"]
+            table = table[[*first, *(c for c in table.columns if c not in first)]]
         Path(args.rejected).parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.rejected, index=False)
+    files = rejected[rejected["row"] < 0]  # whole files not read (a directory, --on-error report)
+    for item in files.itertuples(index=False):
+        print(f"warning: {_shown(str(item.source))}: {item.reason}", file=sys.stderr)
+    rejected = rejected[rejected["row"] >= 0]
     if not len(rejected):
         return
     counts = rejected.groupby("reason", sort=False).size().sort_values(ascending=False)
@@ -181,6 +230,27 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     print("\n".join(out), file=sys.stderr)
 
 
+def _lines(rejected: pd.DataFrame, path: str) -> pd.Series:
+    """The file line of each rejected row of a CSV log (one file, or each row's ``source``
+    file under a directory or glob); <NA> for a whole file not read."""
+    from llminfer.logs.logfile import record_lines
+
+    lines = pd.Series(pd.NA, index=rejected.index, dtype="Int64")
+    if "source" not in rejected.columns:
+        found = record_lines(path, rejected["row"])
+        return rejected["row"].map(found).astype("Int64")
+    from llminfer.logs.discovery import log_files
+
+    root = log_files(path)[1]  # the folder the names in 'source' are relative to
+    for name, group in rejected[rejected["row"] >= 0].groupby("source", observed=True):
+        file = root / str(name)
+        if not file.is_file():
+            continue
+        found = record_lines(file, group["row"])
+        lines[group.index] = group["row"].map(found).astype("Int64")
+    return lines
+
+
 def register_metrics(subparsers) -> None:
     """Add ``metrics FILE``: summarise a request log (chapter 6).
 
@@ -194,6 +264,9 @@ def register_metrics(subparsers) -> None:
     )
     _add_log_arguments(parser, "latency targets for goodput, e.g. ttft=500ms,tpot=50ms")
     parser.add_argument("--json", action="store_true", help="print the summary as flat JSON")
+    parser.add_argument(
+        "--percentiles", help="latency percentiles to report, e.g. 50,90,99.9 (default 50,90,95,99)"
+    )
     parser.add_argument(
         "--by",
         help="also one row per value of this column, e.g. --by source for a directory or glob",
@@ -422,12 +495,21 @@ COMMANDS: list[Callable] = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its usage errors as one ``error:`` line (exit 2), like every
+    other error of the command line (``--help`` still prints the usage)."""
+
+    def error(self, message: str):
+        text = " ".join(message.split())
+        self.exit(2, f"error: {self.prog}: {text} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m llminfer`` parser with every subcommand in ``COMMANDS``.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m llminfer", description="llminfer: why LLM inference is fast or slow"
     )
     parser.add_argument(
@@ -460,8 +542,8 @@ def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> st
         )
     text = " ".join(text.split())  # one line, whatever the message held
     file = getattr(args, "file", None)
-    if file and file not in text:
-        text = f"{file}: {text}"
+    if file and file not in text and _shown(file) not in text and repr(file) not in text:
+        text = f"{_shown(file)}: {text}"
     return f"error: {text}"
 
 

@@ -29,7 +29,11 @@ import io
 import lzma
 import mmap
 import re
+import sys
 import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +67,34 @@ _BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
+_DECIMAL_POINT = re.compile(r"^\s*[-+]?\d*\.\d+\s*$")
+#: Most cells a header may have: a request log has a few dozen columns. Counted on the
+#: header's first bytes before anything is parsed, so a runaway header is refused at once.
+MAX_COLUMNS = 4096
+#: What a damaged compressed stream raises while being read (gzip, bzip2, xz).
+DAMAGED = (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile, OSError)
+
+
+@contextmanager
+def _no_field_limit() -> Iterator[None]:
+    """The csv module's 128 KiB cell limit lifted while reading a log: a long cell is the
+    validation's to report (with its row), not a reader's crash."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def damaged_message(path: Path, compression: str | None, exc: BaseException) -> str:
+    """One sentence for a compressed file that cannot be read to its end.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    what = f"a damaged {compression} file" if compression else "a file that cannot be read"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{_where(path)} is {what} (truncated or corrupt): {text}; copy or download it again"
 
 
 @dataclass(frozen=True)
@@ -123,6 +155,10 @@ def check_path(path: Path) -> None:
     if path.is_dir():
         raise ValueError(f"{_where(path)} is a directory, not a log file; name a file in it")
     if not path.exists():
+        if path.is_symlink():
+            raise ValueError(
+                f"{_where(path)} is a symbolic link that leads to no file (broken, or a loop)"
+            )
         raise ValueError(f"{_where(path)}: no such file")
     if not path.is_file():
         raise ValueError(f"{_where(path)} is not a regular file (a device or a pipe?)")
@@ -182,8 +218,8 @@ def sniff(path: Path) -> CsvDialect:
         try:
             with _OPENERS[compression](path, "rb") as file:
                 head = file.read(_SAMPLE_BYTES)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise ValueError(f"{_where(path)} is a damaged {compression} file: {exc}") from None
+        except DAMAGED as exc:
+            raise ValueError(damaged_message(path, compression, exc)) from None
         if not head:
             raise ValueError(f"{_where(path)} is an empty {compression} file (nothing inside)")
     for magic, what in _BINARY.items():
@@ -206,6 +242,15 @@ def sniff(path: Path) -> CsvDialect:
             raise ValueError(not_utf8_message(path, compression)) from None
     text = head.decode(encoding, errors="replace")
     header = next((line for line in text.splitlines() if line.strip()), None)
+    if header is not None:
+        cells = max(header.count(d) for d in DELIMITERS) + 1
+        if cells > MAX_COLUMNS:
+            complete = "\n" in text.lstrip()[: len(header) + 2] or len(head) < _SAMPLE_BYTES
+            raise ValueError(
+                f"{_where(path)}: the header line has {'' if complete else 'more than '}"
+                f"{cells:,} cells; a request log has a few dozen columns (at most "
+                f"{MAX_COLUMNS:,} are read). Is this a log with a header line?"
+            )
     if header is None:
         raise ValueError(
             f"{_where(path)} holds only blank lines; a request log starts with a header line: "
@@ -213,14 +258,16 @@ def sniff(path: Path) -> CsvDialect:
         )
     delimiter = ","
     for candidate in DELIMITERS:
-        names = {c.strip() for c in next(csv.reader([header], delimiter=candidate))}
+        with _no_field_limit():
+            names = {c.strip() for c in next(csv.reader([header], delimiter=candidate))}
         if set(ARTICLE_COLUMNS) <= names:
             delimiter = candidate
             break
     decimal = "."
     if delimiter != ",":
         # A semicolon (or tab) file whose numbers use a decimal comma: "0,42".
-        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))[1:50]
+        with _no_field_limit():
+            rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))[1:50]
         if any(_DECIMAL_COMMA.match(cell) for row in rows for cell in row[1:]):
             decimal = ","
     return CsvDialect(compression, encoding, delimiter, decimal)
@@ -257,9 +304,18 @@ def read_csv_file(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """
     check_path(path)
     dialect = sniff(path)
-    frame = _read_article_csv(path) if dialect.plain else None
-    if frame is None:
-        frame = _read_with_pandas(path, dialect)
+    try:
+        header = _header(path, dialect)
+        _check_names(path, header)
+        frame = _read_article_csv(path) if dialect.plain else None
+        if frame is None:
+            frame = _read_with_pandas(path, dialect)
+    except DAMAGED as exc:
+        if isinstance(exc, OSError) and not dialect.compression:
+            raise
+        raise ValueError(damaged_message(path, dialect.compression, exc)) from None
+    if dialect.decimal == ",":
+        frame = _decimal_comma_cells(frame)
     if len(frame) == 0:
         raise ValueError(
             f"{_where(path)} has a header line but no data rows: there are no requests to read"
@@ -269,6 +325,43 @@ def read_csv_file(path: Path) -> tuple[pd.DataFrame, list[str]]:
     if "chunk_tokens" in frame.columns:
         frame["chunk_tokens"] = _parse_array_column(frame["chunk_tokens"], float)
     return frame, dialect.assumptions()
+
+
+def _check_names(path: Path, header: list[str]) -> None:
+    """Refuse a header that names a column twice: which of the two holds the values is not
+    guessed (pandas would rename the second one ``start_ts.1`` and read the first)."""
+    seen: dict[str, int] = {}
+    for number, name in enumerate(header, start=1):
+        key = name.strip()
+        if not key:
+            continue
+        if key in seen:
+            raise ValueError(
+                f"{_where(path)}: the header names column {key!r} twice (cells {seen[key]} "
+                f"and {number}); which one holds the values is not guessed: rename or drop one"
+            )
+        seen[key] = number
+
+
+def _decimal_comma_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """In a decimal-comma file, a number column pandas left as text because of a few odd cells:
+    its "0,42" cells converted one by one, so only the odd cells are reported (a "1.500" —
+    1.5 or 1500? — is marked so that it is not read as 1.5)."""
+    for name in (*_TIME_COLUMNS, *_TOKEN_COLUMNS, "scheduled_ts"):
+        if name not in frame.columns or frame[name].dtype.kind in "biuf":
+            continue
+
+        def cell(value):
+            if not isinstance(value, str):
+                return value
+            if _DECIMAL_COMMA.match(value) or re.match(r"^\s*[-+]?\d+\s*$", value):
+                return float(value.replace(",", "."))
+            if _DECIMAL_POINT.match(value):
+                return f"{value} (a decimal point in a file of decimal commas)"
+            return value
+
+        frame[name] = frame[name].astype(object).map(cell)
+    return frame
 
 
 def _read_with_pandas(path: Path, dialect: CsvDialect) -> pd.DataFrame:
@@ -305,7 +398,7 @@ def _read_with_pandas(path: Path, dialect: CsvDialect) -> pd.DataFrame:
 
 
 def _header(path: Path, dialect: CsvDialect) -> list[str]:
-    with dialect.open_text(path) as file:
+    with _no_field_limit(), dialect.open_text(path) as file:
         for row in csv.reader(file, delimiter=dialect.delimiter):
             if row and any(cell.strip() for cell in row):
                 return [cell.strip() if dialect.delimiter != "," else cell for cell in row]
@@ -315,7 +408,7 @@ def _header(path: Path, dialect: CsvDialect) -> list[str]:
 def _ragged_message(path: Path, dialect: CsvDialect, exc: Exception) -> str:
     """Find the first record whose number of cells differs from the header's."""
     try:
-        with dialect.open_text(path) as file:
+        with _no_field_limit(), dialect.open_text(path) as file:
             reader = csv.reader(file, delimiter=dialect.delimiter)
             width, line = None, 1
             for row in reader:
@@ -330,7 +423,7 @@ def _ragged_message(path: Path, dialect: CsvDialect, exc: Exception) -> str:
                         f"{width}; check for an unquoted {dialect.delimiter!r} inside a cell"
                     )
                 line = reader.line_num + 1
-    except (csv.Error, UnicodeDecodeError):
+    except (csv.Error, UnicodeDecodeError, *DAMAGED):
         pass
     text = " ".join(str(exc).split())
     return f"{_where(path)} is not a well-formed CSV file: {text}"
@@ -349,28 +442,41 @@ def record_lines(path: str | Path, rows) -> dict[int, int]:
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    return record_cells(path, rows)[0]
+
+
+def record_cells(path: str | Path, rows) -> tuple[dict[int, int], dict[int, dict[str, str]]]:
+    """For each data row asked for: its 1-based file line (as ``record_lines``) and its cells as
+    written in the file, by column name — what a rejected row's value is quoted as ("NaN",
+    "1e309", "-0", not the number pandas made of them). One scan, up to the largest row.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
     path = Path(path)
     wanted = sorted({int(r) for r in np.asarray(rows).ravel()})
     if not wanted:
-        return {}
+        return {}, {}
     dialect = sniff(path)
     found: dict[int, int] = {}
-    with dialect.open_text(path) as file:
+    cells: dict[int, dict[str, str]] = {}
+    with _no_field_limit(), dialect.open_text(path) as file:
         reader = csv.reader(file, delimiter=dialect.delimiter)
-        row, line, header_seen, target = -1, 1, False, iter(wanted)
+        row, line, header, target = -1, 1, None, iter(wanted)
         goal = next(target)
         for record in reader:
             if not _skipped(record):
-                if header_seen:
+                if header is not None:
                     row += 1
                     if row == goal:
                         found[row] = line
+                        cells[row] = dict(zip(header, record, strict=False))
                         goal = next(target, None)
                         if goal is None:
                             break
-                header_seen = True
+                else:
+                    header = [c.strip() if dialect.delimiter != "," else c for c in record]
             line = reader.line_num + 1
-    return found
+    return found, cells
 
 
 def _read_article_csv(path: Path) -> pd.DataFrame | None:
@@ -393,6 +499,8 @@ def _read_article_csv(path: Path) -> pd.DataFrame | None:
         except (UnicodeDecodeError, csv.Error):
             return None
     if sorted(header) != sorted(ARTICLE_COLUMNS):
+        return None
+    if _has_hex(path):  # pyarrow reads "0x10" as the integer 16; pandas' path refuses it
         return None
     # Token counts as int64 and times as float64: the types pandas infers for them (whole
     # counts, fractional times), so values and the text shown for a rejected one agree.
@@ -432,6 +540,15 @@ def _all_whole(column) -> bool:
         if not (values == np.floor(values)).all():
             return False
     return True
+
+
+def _has_hex(path: Path) -> bool:
+    """True when the (uncompressed) file holds "0x" or "0X" anywhere (memchr-speed scans)."""
+    with path.open("rb") as file:
+        if path.stat().st_size == 0:
+            return False
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return view.find(b"0x") >= 0 or view.find(b"0X") >= 0
 
 
 def _has_quote(path: Path) -> bool:

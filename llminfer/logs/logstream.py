@@ -36,6 +36,7 @@ from llminfer.logs.quantiles import percentile_ranks, percentiles_from_ranks
 
 ENGINES = ("arrow", "duckdb")
 _COLUMNS = ("start_ts", "first_token_ts", "end_ts", "input_tokens", "output_tokens")
+_TIME_COLUMNS = _COLUMNS[:3]
 _METRICS = ("ttft_s", "tpot_s", "e2e_s")
 _BIN_BITS = 20
 _SIGN = np.uint64(1 << 63)
@@ -57,20 +58,82 @@ def _files(source) -> list[Path]:
         files = log_files(source)[0]
     else:
         files = [Path(source)]
+    from llminfer.logs.logfile import is_structured
+
     for f in files:
         if not f.is_file():
             raise ValueError(f"source: {str(f)!r} is no such file")
+        if f.stat().st_size == 0:
+            raise ValueError(f"source={str(f)!r} is empty (0 bytes)")
+        if f.suffix not in (".parquet", ".pq") and is_structured(f):
+            raise ValueError(
+                f"source={str(f)!r} is not a CSV or Parquet table (JSON?): --stream reads "
+                "request-log tables only; read a tool's export without --stream"
+            )
     return files
 
 
-def _batches(files: list[Path], engine: str, batch_rows: int) -> Iterator[dict[str, np.ndarray]]:
-    """Yield dicts of numpy columns (the five numeric ones and ``ok``), batch by batch."""
+def _column(batch, name: str, scale: float, files: list[Path]) -> np.ndarray:
+    """One numeric column of a batch as float64: timestamps and durations by the unit their
+    type declares (seconds), plain numbers times ``scale``; text, booleans and lists refused."""
+    import pyarrow as pa
+
+    column = batch.column(name)
+    kind = column.type
+    if pa.types.is_timestamp(kind) or pa.types.is_duration(kind):
+        unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[kind.unit]
+        values = column.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(float)
+        return values * unit
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)):
+        valid = column.drop_null()
+        example = f" (e.g. {str(valid[0])[:40]!r})" if len(valid) else ""
+        where = str(files[0]) if len(files) == 1 else f"{len(files)} files from {files[0]}"
+        raise ValueError(
+            f"source={where!r}: column {name} is stored as {kind}{example}, not as numbers; "
+            "--stream does not validate rows: read the log without --stream to see each bad row"
+        )
+    values = column.to_numpy(zero_copy_only=False).astype(float, copy=False)
+    return values * scale if scale != 1.0 and name in _TIME_COLUMNS else values
+
+
+def _batches(
+    files: list[Path], engine: str, batch_rows: int, scale: float = 1.0
+) -> Iterator[dict[str, np.ndarray]]:
+    """Yield dicts of numpy columns (the five numeric ones, ``ok`` and ``file``: the batch's
+    file, an index into ``files``), batch by batch, one file after the other."""
+    for index, file in enumerate(files):
+        for batch in _readable(_engine_batches([file], engine, batch_rows, scale), [file]):
+            batch["file"] = index
+            yield batch
+
+
+def _engine_batches(
+    files: list[Path], engine: str, batch_rows: int, scale: float
+) -> Iterator[dict[str, np.ndarray]]:
     parquet = all(f.suffix in (".parquet", ".pq") for f in files)
     if engine == "arrow":
         import pyarrow.dataset as ds
 
-        dataset = ds.dataset([str(f) for f in files], format="parquet" if parquet else "csv")
+        if parquet:
+            form = "parquet"
+        else:
+            import pyarrow as pa
+            from pyarrow import csv as pa_csv
+
+            # Numbers parsed as float64: pyarrow's int64 inference reads "0x10" as 16.
+            form = ds.CsvFileFormat(
+                convert_options=pa_csv.ConvertOptions(
+                    column_types={name: pa.float64() for name in _COLUMNS}
+                )
+            )
+        dataset = ds.dataset([str(f) for f in files], format=form)
         names = dataset.schema.names
+        missing = [name for name in _COLUMNS if name not in names]
+        if missing:
+            raise ValueError(
+                f"source={str(files[0])!r}: the log lacks column(s) {', '.join(missing)}; a "
+                f"request log needs request_id, {', '.join(_COLUMNS)}"
+            )
         columns = [*_COLUMNS, *(["status"] if "status" in names else [])]
         reader = dataset.to_batches(columns=columns, batch_size=batch_rows)
     else:
@@ -85,16 +148,34 @@ def _batches(files: list[Path], engine: str, batch_rows: int) -> Iterator[dict[s
         query = f"SELECT {', '.join(columns)} FROM {relation}"
         reader = connection.sql(query).to_arrow_reader(batch_rows)
     for batch in reader:
-        out = {
-            name: batch.column(name).to_numpy(zero_copy_only=False).astype(float, copy=False)
-            for name in _COLUMNS
-        }
+        out = {name: _column(batch, name, scale, files) for name in _COLUMNS}
         if "status" in columns:
             status = batch.column("status").to_numpy(zero_copy_only=False)
             out["ok"] = status == "ok"
         else:
             out["ok"] = np.ones(batch.num_rows, dtype=bool)
         yield out
+
+
+def _readable(reader, files: list[Path]):
+    """The reader's batches; a cell the engine cannot parse is one ValueError naming the files."""
+    import pyarrow as pa
+
+    try:
+        yield from reader
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+        where = str(files[0]) if len(files) == 1 else f"{len(files)} files from {files[0]}"
+        # pyarrow names the file twice before its reason ("Invalid: In CSV column #4: …").
+        text = " ".join(str(exc).split()).split("Invalid: ")[-1].split("IOError: ")[-1][:300]
+        raise ValueError(
+            f"source={where!r} cannot be streamed: {text}; --stream does not validate rows: "
+            "read the log without --stream to see each bad row"
+        ) from None
+    except Exception as exc:  # DuckDB's own errors
+        if type(exc).__module__.split(".")[0].lstrip("_") != "duckdb":
+            raise
+        text = " ".join(str(exc).split())[:300]
+        raise ValueError(f"source={str(files[0])!r} cannot be streamed: {text}") from None
 
 
 def _metrics(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -121,6 +202,7 @@ def summarize_stream(
     engine: str = "arrow",
     batch_rows: int = 1 << 20,
     progress: bool | None = None,
+    time_unit: str | None = None,
 ):
     """Summarise a log too big for memory, exactly: a ``Summary`` like ``summarize``'s.
 
@@ -128,7 +210,10 @@ def summarize_stream(
     Parquet or all CSV). ``engine``: ``"arrow"`` (pyarrow's dataset scanner, default) or
     ``"duckdb"``. ``batch_rows`` rows are held at a time. ``progress``: a tqdm bar per pass
     (default: on when the log has more than 10 M rows). The table has TTFT, TPOT and E2E
-    (seconds); rows are not validated (use ``read_requests`` on a sample for that).
+    (seconds); rows are not validated (use ``read_requests`` on a sample for that), but the
+    times are: ``time_unit`` as in ``read_requests`` (None: seconds, refused when implausible
+    by ``TIME_UNIT_RULE``; Arrow timestamps and durations by their declared unit), and a
+    number column stored as text is refused.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -144,6 +229,15 @@ def summarize_stream(
         raise ValueError(f"engine={engine!r} is not known; use one of {', '.join(ENGINES)}")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} must be a positive whole number")
+    from llminfer.logs.validation import (
+        MAX_MEDIAN_E2E_S,
+        MAX_MEDIAN_TPOT_S,
+        MAX_TIMESTAMP_S,
+        _time_scale,
+        unit_error,
+    )
+
+    scale = _time_scale(time_unit)
     percentiles = _check_percentiles(percentiles)
     slo = _check_slo(slo)
     files = _files(source)
@@ -152,7 +246,7 @@ def summarize_stream(
         progress = total_rows is not None and total_rows > 10_000_000
 
     def passes(label: str):
-        batches = _batches(files, engine, batch_rows)
+        batches = _batches(files, engine, batch_rows, scale)
         if not progress:
             return batches
         from tqdm.auto import tqdm
@@ -163,8 +257,16 @@ def summarize_stream(
     n_requests = n_ok = n_good = 0
     first_start, last_end = np.inf, -np.inf
     output_tokens = input_tokens = 0.0
+    # For TIME_UNIT_RULE, file by file: the largest time, TPOTs and E2Es (counted, above limit).
+    largest = np.zeros(len(files))
+    unit_counts = np.zeros((len(files), 4), dtype=np.int64)
     for batch in passes("pass 1/2"):
         ok = batch["ok"]
+        file = batch["file"]
+        for name in _TIME_COLUMNS:
+            if batch[name].size:
+                top = float(np.nanmax(np.abs(batch[name]), initial=0.0))
+                largest[file] = max(largest[file], top)
         n_requests += ok.size
         n_ok += int(ok.sum())
         if ok.size:
@@ -174,6 +276,15 @@ def summarize_stream(
         output_tokens += float(batch["output_tokens"][ok].sum())
         input_tokens += float(batch["input_tokens"][ok].sum())
         metrics = _metrics(batch)
+        with np.errstate(invalid="ignore"):
+            for column, (name, limit) in enumerate(
+                (("tpot_s", MAX_MEDIAN_TPOT_S), ("e2e_s", MAX_MEDIAN_E2E_S))
+            ):
+                known = ok & np.isfinite(metrics[name])
+                unit_counts[file, 2 * column] += int(np.count_nonzero(known))
+                unit_counts[file, 2 * column + 1] += int(
+                    np.count_nonzero(known & (metrics[name] > limit))
+                )
         if slo is not None:
             n_good += int(_good(metrics, ok, slo).sum())
         for name, tally in tallies.items():
@@ -185,6 +296,17 @@ def summarize_stream(
                 tally.low = min(tally.low, float(values.min()))
                 tally.high = max(tally.high, float(values.max()))
                 tally.bins += np.bincount(_keys(values) >> _SHIFT, minlength=tally.bins.size)
+
+    if time_unit is None:  # every file on its own, as read_requests checks them
+        for file, top, (tpot_n, tpot_above, e2e_n, e2e_above) in zip(
+            files, largest, unit_counts, strict=True
+        ):
+            if top > MAX_TIMESTAMP_S:
+                raise unit_error(str(file), f"a timestamp of {top:.6g} s")
+            if tpot_above * 2 > tpot_n:
+                raise unit_error(str(file), "more than half of its TPOTs are above 2 s per token")
+            if e2e_above * 2 > e2e_n:
+                raise unit_error(str(file), "more than half of its E2E latencies are above 3600 s")
 
     # Pass 2: keep only values in the bins holding a wanted rank.
     wanted: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}

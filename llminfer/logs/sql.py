@@ -153,13 +153,20 @@ def _files_relation(source: str | Path) -> str:
     return _relation(log_files(source)[0] if is_many(source) else [Path(source)], source)
 
 
+_NUMBER_COLUMNS = ("start_ts", "first_token_ts", "end_ts", "input_tokens", "output_tokens")
+
+
 def _relation(files: list[Path], source: str | Path) -> str:
     """DuckDB's table function reading ``files`` (all Parquet or all CSV/CSV.gz)."""
     listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
     if all(f.suffix in (".parquet", ".pq") for f in files):
         return f"read_parquet([{listed}])"
     if all(f.name.endswith((".csv", ".csv.gz")) for f in files):
-        return f"read_csv([{listed}], header = true, types = {{'request_id': 'VARCHAR'}})"
+        # Numbers as DOUBLE: DuckDB's own inference reads "0x10" as the integer 16.
+        numbers = ", ".join(f"'{name}': 'DOUBLE'" for name in _NUMBER_COLUMNS)
+        return (
+            f"read_csv([{listed}], header = true, types = {{'request_id': 'VARCHAR', {numbers}}})"
+        )
     raise ValueError(
         f"source={str(source)!r}: run_metrics_sql reads files of one kind, all Parquet or all "
         "CSV/CSV.gz; read mixed files with read_requests and pass the log"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import replace
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -48,10 +49,16 @@ TIME_UNIT_RULE = (
 )
 
 
+#: Formats whose times are checked by ``TIME_UNIT_RULE`` when no ``time_unit`` is given: the
+#: request-log tables in files (tool exports state their units; a DataFrame is the program's
+#: own data and is not second-guessed).
+CHECKED_FORMATS = ("csv", "parquet")
+
+
 def _time_scale(time_unit: str | None) -> float:
     if time_unit is None:
         return 1.0
-    if time_unit not in TIME_UNITS:
+    if not isinstance(time_unit, str) or time_unit not in TIME_UNITS:
         raise ValueError(
             f"time_unit={time_unit!r} is not known; use one of {', '.join(TIME_UNITS)} "
             "(or None: seconds, checked for plausibility)"
@@ -105,8 +112,17 @@ def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok,
             )
     if evidence is None:
         return
-    where = f"source={source.path!r}: the times" if source.path else "the log's times"
-    raise LogError(
+    raise unit_error(source.path, evidence)
+
+
+def unit_error(path: str | None, evidence: str) -> LogError:
+    """The ``LogError`` for times implausible as seconds (``TIME_UNIT_RULE``), ``evidence``
+    saying which value or median broke it.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    where = f"source={path!r}: the times" if path else "the log's times"
+    return LogError(
         f"{where} do not look like seconds — {evidence} (rule: {TIME_UNIT_RULE}). "
         "Are they milliseconds, microseconds or nanoseconds?",
         " Pass time_unit='ms', 'us' or 'ns' to convert them, or time_unit='s' if they really "
@@ -114,6 +130,88 @@ def _check_seconds(numbers: dict[str, np.ndarray], tokens: np.ndarray, keep, ok,
         " Run again with --time-unit ms, us or ns to convert them, or --time-unit s if they "
         "really are seconds.",
     )
+
+
+#: Seconds per tick of numpy's datetime64/timedelta64 units (Arrow's timestamp/duration ones).
+_TICK_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "m": 60.0, "h": 3600.0, "D": 86400.0}
+
+
+def seconds_of(values) -> np.ndarray | None:
+    """Float seconds of a datetime64 (since 1970-01-01 UTC) or timedelta64 array, by the unit
+    its type declares; NaT → NaN. None when ``values`` holds no such type.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    values = np.asarray(values)
+    if values.dtype.kind not in "mM":
+        return None
+    unit, count = np.datetime_data(values.dtype)
+    if unit not in _TICK_S:
+        raise ValueError(
+            f"a time stored with unit {unit!r} is not supported; store s, ms, us or ns"
+        )
+    seconds = values.view(np.int64).astype(float) * (_TICK_S[unit] * count)
+    seconds[np.isnat(values)] = np.nan
+    return seconds
+
+
+def typed_times(frame: pd.DataFrame, time_unit: str | None, declared: dict[str, str] | None = None):
+    """Time columns stored as timestamps or durations (Arrow ``timestamp``/``duration``, numpy
+    ``datetime64``/``timedelta64``) converted to float seconds by the unit their type declares:
+    (frame, the converted column names, assumptions). ``time_unit`` does not apply to them.
+    ``declared``: each column's type as the file declares it (``timestamp[s]``; pandas may hold
+    it in a finer unit), for the assumption's wording.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    declared = declared or {}
+    typed: dict[str, tuple[np.ndarray, str]] = {}
+    for name in (*_TIME_COLUMNS, "scheduled_ts"):
+        if name not in frame.columns:
+            continue
+        column = frame[name]
+        dtype = column.dtype
+        if isinstance(dtype, pd.ArrowDtype) and dtype.kind in "mM":  # pandas' Arrow-backed
+            import pyarrow as pa
+
+            kind = dtype.pyarrow_dtype  # ticks since the epoch (UTC) or ticks of duration
+            ticks = pa.array(column.array).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            seconds = ticks.astype(float) * _TICK_S[kind.unit]
+            if dtype.kind == "M":
+                what = declared.get(name, str(kind)) + ", read as seconds since 1970-01-01 UTC"
+            else:
+                what = declared.get(name, str(kind)) + ", read as seconds"
+            typed[name] = (seconds, what)
+        elif pd.api.types.is_datetime64_any_dtype(column.dtype):
+            zone = getattr(column.dtype, "tz", None)
+            if zone is not None:
+                column = column.dt.tz_convert("UTC").dt.tz_localize(None)
+            array = column.to_numpy()
+            unit = np.datetime_data(array.dtype)[0]
+            what = f"timestamp[{unit}{', ' + str(zone) if zone is not None else ''}]"
+            what = declared.get(name, what)
+            typed[name] = (seconds_of(array), f"{what}, read as seconds since 1970-01-01 UTC")
+        elif pd.api.types.is_timedelta64_dtype(column.dtype):
+            array = column.to_numpy()
+            unit = np.datetime_data(array.dtype)[0]
+            what = declared.get(name, f"duration[{unit}]")
+            typed[name] = (seconds_of(array), f"{what}, read as seconds")
+    if not typed:
+        return frame, set(), []
+    if time_unit not in (None, "s"):
+        raise ValueError(
+            f"time_unit={time_unit!r} does not apply: {', '.join(typed)} are stored as "
+            "timestamps or durations, whose type declares their unit (leave time_unit out)"
+        )
+    kinds: dict[str, list[str]] = {}
+    for name, (_, what) in typed.items():
+        kinds.setdefault(what, []).append(name)
+    said = [
+        f"{', '.join(names)} stored as {what} (the unit its type declares)"
+        for what, names in kinds.items()
+    ]
+    frame = frame.assign(**{name: values for name, (values, _) in typed.items()})
+    return frame, set(typed), said
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -159,17 +257,39 @@ class _Problems:
         return out.sort_values("row", kind="stable").reset_index(drop=True)
 
 
+#: Longest value a rejected row shows (a 100 MB cell is named, not copied into a message).
+_SHOWN_CHARS = 80
+
+
 def _show(value) -> str:
+    """A rejected value as text: what the frame holds (``None``, ``nan``, ``-0.0``, ``True``);
+    a CSV file's cells are replaced by the text as written in the file
+    (``llminfer.logs.logfile.record_cells``)."""
     if isinstance(value, np.ndarray):
         return np.array2string(value, threshold=6, precision=6)
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""  # missing: empty cell, NaN or None
-    return str(value)
+    if isinstance(value, (float, np.floating)):
+        text = repr(float(value))  # -0.0 stays -0.0, NaN is 'nan' (never an empty cell)
+    else:
+        text = "None" if value is None else str(value)
+    return shorten(text)
+
+
+def shorten(text: str) -> str:
+    """``text`` cut to ``_SHOWN_CHARS`` characters, saying how long it was.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[: _SHOWN_CHARS - 20]}… ({len(text):,} characters)"
 
 
 def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values as float64, missing mask, not-a-number mask) of one column."""
-    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+    if pd.api.types.is_bool_dtype(column):  # true/false is no count and no time
+        missing = np.asarray(pd.isna(column), dtype=bool)
+        return np.full(len(column), np.nan), missing, ~missing
+    if pd.api.types.is_numeric_dtype(column):
         # A plain numpy column has no NA but NaN; asking for na_value would copy it for nothing.
         na_value = {} if isinstance(column.dtype, np.dtype) else {"na_value": np.nan}
         values = column.to_numpy(dtype=float, **na_value)
@@ -178,7 +298,13 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     missing = np.asarray(pd.isna(column), dtype=bool) | np.array(
         [isinstance(v, str) and not v.strip() for v in raw], dtype=bool
     )
-    values = pd.to_numeric(column.where(~missing), errors="coerce").to_numpy(
+    # Only text and plain numbers are parsed: a bool, a list or a dict in a cell (JSON, a
+    # Parquet list column, an object DataFrame) is not a number, whatever pandas would make of it.
+    parsable = np.array(
+        [isinstance(v, (str, int, float, Decimal, np.integer, np.floating)) for v in raw],
+        dtype=bool,
+    ) & ~np.array([isinstance(v, (bool, np.bool_)) for v in raw], dtype=bool)
+    values = pd.to_numeric(column.where(~missing & parsable), errors="coerce").to_numpy(
         dtype=float, na_value=np.nan
     )
     # "nan" typed as text is missing too; anything else that failed to parse is not a number.
@@ -186,6 +312,7 @@ def _numeric(column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         [isinstance(v, str) and v.strip().lower() == "nan" for v in raw], dtype=bool
     )
     missing |= is_nan_text
+    values = np.where(parsable | missing, values, np.nan)
     not_number = np.isnan(values) & ~missing
     return values, missing, not_number
 
@@ -249,6 +376,7 @@ def validate_requests(
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"frame must be a pandas DataFrame, not {type(frame).__name__}")
     _check_columns(frame, source)
+    frame, typed, typed_said = typed_times(frame, time_unit)
     n = len(frame)
     problems = _Problems(n)
     failed = _status(frame, problems)
@@ -296,7 +424,7 @@ def validate_requests(
         elif not values.flags.owndata:  # a view of the frame's own array
             shared.add(name)
         numbers[name] = values
-        if scale != 1.0 and name not in _TOKEN_COLUMNS:
+        if scale != 1.0 and name not in _TOKEN_COLUMNS and name not in typed:
             numbers[name] = numbers[name] * scale
             shared.discard(name)
 
@@ -357,12 +485,12 @@ def validate_requests(
         raise BadRowsError(rejected, source)
 
     keep = ~problems.bad
-    if time_unit is None and source.format == "csv":
+    if time_unit is None and source.format in CHECKED_FORMATS:
         _check_seconds(numbers, numbers["output_tokens"], keep, ok, source)
     everything = keep.all()
     # Build the result column by column (no copy-then-overwrite of the whole frame).
     columns: dict[str, object] = {}
-    assumptions = list(source.assumptions)
+    assumptions = [*source.assumptions, *typed_said]
     for name in frame.columns:
         if name in numbers:
             values = numbers[name] if everything else numbers[name][keep]
@@ -480,9 +608,14 @@ def _check_columns(frame: pd.DataFrame, source: LogSource) -> None:
     where = f"source={source.path!r}: " if source.path else ""
     raise ValueError(
         f"{where}the log lacks column(s) {', '.join(missing)}; a request log needs "
-        f"{', '.join(ARTICLE_COLUMNS)} (found: {', '.join(found)})"
-        + "".join(f"; {h}" for h in hints)
+        f"{', '.join(ARTICLE_COLUMNS)} (found: {_listed(found)})" + "".join(f"; {h}" for h in hints)
     )
+
+
+def _listed(names: list[str], most: int = 30) -> str:
+    """Names for a message: the first ``most`` (each cut to 40 characters), then how many more."""
+    shown = ", ".join(shorten(n) if len(n) <= 40 else n[:39] + "…" for n in names[:most])
+    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
 
 
 def _blank(ids: pd.Series) -> np.ndarray:

@@ -7,13 +7,14 @@ the record and the field, so no ``KeyError``/``TypeError`` from a malformed file
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from llminfer.logs.logfile import _BOMS, _COMPRESSION, _OPENERS, DAMAGED, damaged_message
 
 
 class ExportError(ValueError):
@@ -52,17 +53,32 @@ class Document:
         return str(self.path)
 
 
+def _opener(path: Path):
+    """(open function, compression name or None) for a file, by its first bytes."""
+    with path.open("rb") as file:
+        magic = file.read(6)
+    compression = next((c for m, c in _COMPRESSION.items() if magic.startswith(m)), None)
+    return _OPENERS[compression], compression
+
+
 def _text(path: Path) -> str:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":  # gzip magic number, whatever the suffix
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise problem(path, "", f"looks gzip-compressed but cannot be read: {exc}") from None
+    opener, compression = _opener(path)  # gzip, bzip2 or xz, whatever the suffix
     try:
-        return raw.decode("utf-8-sig")
+        with opener(path, "rb") as file:
+            raw = file.read()
+    except DAMAGED as exc:
+        if compression is None:
+            raise
+        raise ValueError(damaged_message(path, compression, exc)) from None
+    try:
+        return raw.decode(_encoding(raw))
     except UnicodeDecodeError as exc:
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
+
+
+def _encoding(raw: bytes) -> str:
+    """The text encoding a byte-order mark names (UTF-16/32), else UTF-8 (a UTF-8 mark skipped)."""
+    return next((name for bom, name in _BOMS if raw.startswith(bom)), "utf-8-sig")
 
 
 def text_of(path: Path) -> str:
@@ -76,19 +92,20 @@ def text_of(path: Path) -> str:
 def _head(path: Path, size: int = 1 << 16) -> str:
     """The first ``size`` bytes of a file (decompressed when gzip), as text: enough to tell
     JSON from a table without reading a large file whole."""
-    with path.open("rb") as file:
-        magic = file.read(2)
-    opener = gzip.open if magic == b"\x1f\x8b" else open
+    opener, compression = _opener(path)
     try:
         with opener(path, "rb") as file:
             raw = file.read(size)
-    except (OSError, EOFError) as exc:
-        raise problem(path, "", f"looks gzip-compressed but cannot be read: {exc}") from None
+    except DAMAGED as exc:
+        if compression is None:
+            raise
+        raise ValueError(damaged_message(path, compression, exc)) from None
+    encoding = _encoding(raw)
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode(encoding)
     except UnicodeDecodeError as exc:
-        if len(raw) == size and exc.start >= size - 3:  # a character cut by the head's end
-            return raw[: exc.start].decode("utf-8-sig")
+        if len(raw) == size and exc.start >= size - 4:  # a character cut by the head's end
+            return raw[: exc.start].decode(encoding)
         raise problem(path, "", f"is not UTF-8 text ({exc})") from None
 
 
@@ -115,7 +132,9 @@ def load(path: Path) -> Document:
         return Document(path, kind="csv" if "," in first_line else "unknown")
     text = _text(path)
     try:
-        return Document(path, json=json.loads(text), kind="json")
+        return Document(path, json=_loads(text), kind="json")
+    except DuplicateKey as exc:
+        raise problem(path, _line_of_duplicate(text), str(exc)) from None
     except json.JSONDecodeError as whole:
         # Not one JSON value: JSON Lines (one record a line), e.g. AIPerf or SGLang output.
         lines = []
@@ -123,12 +142,48 @@ def load(path: Path) -> Document:
             if not line.strip():
                 continue
             try:
-                lines.append((number, json.loads(line)))
+                lines.append((number, _loads(line)))
+            except DuplicateKey as exc:
+                raise problem(path, f"line {number}", str(exc)) from None
             except json.JSONDecodeError as exc:
                 if len(lines) == 0 and number == 1:
                     raise problem(path, "", f"is not valid JSON: {whole}") from None
                 raise problem(path, f"line {number}", f"is not JSON: {exc}") from None
         return Document(path, lines=lines, kind="jsonl")
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice (``json`` would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKey(
+            f"an object names key {key!r} twice; which value is meant is not guessed "
+            "(JSON readers differ: some keep the first, some the last)"
+        )
+    return record
+
+
+def _loads(text: str):
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _line_of_duplicate(text: str) -> str:
+    """ "line N" when the text is JSON Lines and line N holds the duplicate key, else ""."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            _loads(line)
+        except DuplicateKey:
+            return f"line {number}"
+        except (json.JSONDecodeError, RecursionError):
+            return ""  # one JSON value over many lines
+    return ""
 
 
 def number(value, path, where: str, *, allow_none: bool = False) -> float:
