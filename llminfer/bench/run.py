@@ -179,7 +179,7 @@ def _bench_command(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     from llminfer.bench.client import BenchRun, run_bench
-    from llminfer.bench.results import accounting, records_frame, warmup_path
+    from llminfer.bench.results import accounting, prompt_tokens_line, records_frame, warmup_path
     from llminfer.logs.reading import read_requests
     from llminfer.logs.writing import write_log
 
@@ -235,6 +235,9 @@ def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     notes = Counter(n[:200] for n in frame["note"] if n)
     for note, n in notes.most_common(3):
         print(f"  note on {n}: {note}", file=sys.stderr)
+    tokens_line = prompt_tokens_line(frame)
+    if tokens_line:  # the prompts the server saw are not always the prompts asked for
+        print(tokens_line)
     if counts["ok"]:
         from llminfer.logs.summary import summarize
 
@@ -267,7 +270,12 @@ def register_bench(subparsers) -> None:
     parser.add_argument("--shared-prefix-tokens", type=int, default=0)
     parser.add_argument("--prefix-groups", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup", type=int, default=0, help="requests sent first, kept apart")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="requests sent first, kept apart, with prompts of their own (no measured prompt)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="per request, s")
     parser.add_argument("--chat", action="store_true", help="use /chat/completions")
     parser.add_argument("--no-usage", action="store_true", help="do not ask for usage counts")
