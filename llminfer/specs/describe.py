@@ -199,7 +199,7 @@ def model_from_llama_props(url: str, timeout_s: float = 10.0) -> Model:
     """The model a running ``llama-server`` serves: its ``/props`` (``url`` is that address or
     the server's base) names ``model_path``, read with ``model_from_gguf`` — so the server must
     run on this machine (or the file be reachable at the same path). The name is the server's
-    ``model_alias`` when it has one.
+    ``--alias`` when it was given one, else the GGUF's ``general.name``.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -223,8 +223,9 @@ def model_from_llama_props(url: str, timeout_s: float = 10.0) -> Model:
             f"{props_url} serves {path}, which is not a file on this machine: give the GGUF "
             "file or its config.json to --model instead"
         )
-    alias = props.get("model_alias")
-    return model_from_gguf(path, name=alias if isinstance(alias, str) and alias else None)
+    alias = props.get("model_alias")  # the path itself unless --alias was given
+    named = isinstance(alias, str) and alias and alias != path
+    return model_from_gguf(path, name=alias if named else None)
 
 
 def gpu_from_spec(path: str | Path) -> GPU:
