@@ -55,6 +55,8 @@ def main() -> int:
                     extra_body={"ignore_eos": True},
                     warmup=args.warmup,
                     keepalive=keepalive,
+                    # the second sweep must not resend the first one's prompts: all cache hits
+                    prompt_salt=0 if keepalive else 1000,
                 )
                 mode = "keep-alive" if keepalive else "no keep-alive"
                 for c, frame in logs.items():

@@ -133,3 +133,19 @@ def test_cached_tokens_from_usage_or_llama_cpp_timings():
     frame = records_frame([RequestRecord("d", 4, 1, 0.0, 1.0, [0.5])])
     assert np.isnan(frame["cached_input_tokens"].iloc[0])
     assert json.dumps(int(frame["requested_input_tokens"].iloc[0])) == "4"
+
+
+def test_bench_cli_warns_when_measured_prompts_came_from_the_cache(tmp_path, capsys):
+    from llminfer.cli import main
+
+    reply, sent = counting_reply(extra_tokens=1, cached=100)
+    with StubServer(reply) as stub:
+        args = ["bench", stub.url, "--model", "s", "--n", "3", "--concurrency", "1"]
+        args += ["--prompt-tokens", "128", "--output-tokens", "2", "--no-progress"]
+        code = main([*args, "--out", str(tmp_path / "a.csv")])
+        out = capsys.readouterr()
+        assert code == 0 and "warning: 3 measured requests had more than half" in out.err
+        assert "--prompt-salt" in out.err
+        main([*args, "--prompt-salt", "7", "--out", str(tmp_path / "b.csv")])
+    first, second = {b["prompt"] for b in sent[:3]}, {b["prompt"] for b in sent[3:]}
+    assert len(first) == len(second) == 3 and first.isdisjoint(second)

@@ -204,6 +204,7 @@ def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
                 run=run,
                 on_done=progress,
                 keepalive=not args.no_keepalive,
+                prompt_salt=args.prompt_salt,
             )
         )
     finally:
@@ -238,6 +239,14 @@ def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     tokens_line = prompt_tokens_line(frame)
     if tokens_line:  # the prompts the server saw are not always the prompts asked for
         print(tokens_line)
+    cached = frame["cached_input_tokens"] > 0.5 * frame["input_tokens"]
+    if cached.any() and not args.shared_prefix_tokens:
+        print(
+            f"  warning: {int(cached.sum())} measured requests had more than half their prompt "
+            "answered from the server's prompt cache: did an earlier run send the same prompts? "
+            "Measure with another --prompt-salt (or --seed)",
+            file=sys.stderr,
+        )
     if counts["ok"]:
         from llminfer.logs.summary import summarize
 
@@ -270,6 +279,13 @@ def register_bench(subparsers) -> None:
     parser.add_argument("--shared-prefix-tokens", type=int, default=0)
     parser.add_argument("--prefix-groups", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--prompt-salt",
+        type=int,
+        default=0,
+        help="other prompt words for the same workload (a rerun against a server whose prompt "
+        "cache holds the last run's prompts)",
+    )
     parser.add_argument(
         "--warmup",
         type=int,
