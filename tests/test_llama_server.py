@@ -53,7 +53,7 @@ def server(model_path):
 def test_the_tiny_model_tokenizes_one_word_per_token(server):
     props = server.get("/props")
     assert props["total_slots"] == 8
-    assert props["default_generation_settings"]["n_ctx"] == 1024  # 8192 over 8 slots
+    assert props["default_generation_settings"]["n_ctx"] in (1024, 8192)  # per slot, or unified
     request = urllib.request.Request(
         server.base + "/tokenize",
         data=json.dumps({"content": "the of people", "add_special": True}).encode(),
@@ -158,3 +158,17 @@ def test_saved_fixture_scrapes_have_this_servers_names(server):
     read = {n for names in NAMES.values() for n in names if n.startswith("llamacpp:")}
     assert read - live == {"llamacpp:kv_cache_usage_ratio"}  # older builds only
     assert np.isfinite(parse_scrape(server.get("/metrics")).generation_tokens)
+
+
+def test_stderr_names_the_servers_own_message(server, tmp_path, capsys):
+    n_ctx = server.get("/props")["default_generation_settings"]["n_ctx"]
+    code = main(
+        [
+            "bench", server.url, "--n", "3", "--concurrency", "2", "--prompt-tokens",
+            str(n_ctx + 10), "--output-tokens", "4", "--no-progress",
+            "--out", str(tmp_path / "log.csv"),
+        ]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"failed 3: HTTP 400: request ({n_ctx + 11} tokens) exceeds the available context" in err

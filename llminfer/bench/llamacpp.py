@@ -177,7 +177,10 @@ class LlamaServer:
     """``llama-server`` in a child process on 127.0.0.1: ``.url`` (``http://127.0.0.1:PORT/v1``)
     once ``/health`` answers 200, ``.base`` without ``/v1``, ``.get(path)`` for ``/props``,
     ``/slots`` or ``/metrics``, ``.stop()`` by PID. ``args`` go to the server as they are
-    (``--parallel 8`` is the default here, with ``--metrics``); the server is killed after
+    (``--parallel 8`` is the default here, with ``--metrics``). ``threads=1``: on the shared
+    2-core machine the test sweep took 0.3–13 s with 2 compute threads as the load of other
+    work changed, 0.2–0.7 s with 1 (at a lower load: not compared under the same load). The
+    server is killed after
     ``shutdown_after`` seconds however the caller ends. A context manager.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
@@ -190,7 +193,7 @@ class LlamaServer:
         binary: str | Path | None = None,
         parallel: int = 8,
         context: int = 8192,
-        threads: int = 2,
+        threads: int = 1,
         shutdown_after: float = 600.0,
         ready_s: float = 60.0,
     ) -> None:
@@ -205,7 +208,7 @@ class LlamaServer:
         command = [str(binary), "-m", str(model), "--host", "127.0.0.1"]
         command += ["--port", str(self.port), "--parallel", str(parallel), "-c", str(context)]
         command += ["--threads", str(threads), "--metrics"]
-        command += ["--no-webui", "--no-warmup", *(args or [])]
+        command += ["--no-warmup", *(args or [])]
         self.command = command
         self._lines: collections.deque[str] = collections.deque(maxlen=200)
         self.process = subprocess.Popen(
