@@ -11,6 +11,7 @@ builds it — where the binary is missing. Each test takes a few seconds on 2 sh
 """
 
 import json
+import os
 import re
 import urllib.request
 from pathlib import Path
@@ -31,7 +32,8 @@ IGNORE_EOS = {"ignore_eos": True}
 
 pytestmark = pytest.mark.skipif(
     find_llama_server() is None,
-    reason=f"llama-server is not built ({llama_server_path()} is missing): run `make "
+    reason=f"llama-server is not built ({os.environ.get('LLAMA_SERVER') or llama_server_path()} "
+    "is missing): run `make "
     "llama-server` (scripts/build_llama_server.sh: cmake and a C++ compiler, ~9 min on 2 cores)",
 )
 
