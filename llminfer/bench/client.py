@@ -24,10 +24,11 @@ from the start of the run.
 A request whose kept-alive connection the server had already closed fails before any answer
 came — llama.cpp's ``llama-server`` (0.3.36's llama.cpp, ``tests/test_llama_server.py``) closes
 the connection after every *streamed* answer while its headers say ``Keep-Alive: timeout=5,
-max=100`` (a plain JSON answer keeps it open); aiohttp reuses about half of those closed
-connections before it sees them close, and the request then fails with ``ClientOSError: Can not
-write request body``. Such a request is sent again once, on a fresh connection — counted once,
-as what the second try got, with a ``note`` saying so. ``keepalive=False`` (``--no-keepalive``)
+max=100`` (a plain JSON answer keeps it open); aiohttp reused a quarter to a half of those
+closed connections before it saw them close (16–32 of 64 requests per load in
+``benchmarks/bench_llama_server.py``), and such a request fails with ``ClientOSError: Can not
+write request body``. It is sent again once, on a fresh connection — counted once, as what the
+second try got, with a ``note`` saying so. ``keepalive=False`` (``--no-keepalive``)
 opens a connection per request instead. What a server says about itself that cannot be true (a
 ``usage`` count of the wrong type, negative, fewer tokens than text chunks, more than asked
 for) is a per-request ``note`` and the count falls back to the chunks (``token_counts``).
