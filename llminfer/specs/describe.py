@@ -266,6 +266,11 @@ def gpu_from_spec(path: str | Path) -> GPU:
         raise ValueError(f"{path}: {exc}") from None
 
 
+def _magic(path: Path) -> bytes:
+    with path.open("rb") as file:  # a GGUF of many GB: its first 4 bytes only
+        return file.read(4)
+
+
 def resolve_model(text: str) -> Model:
     """``--model``: a llama-server URL (``http://…``, its ``/props`` is read), a ``.gguf``
     file, a ``config.json`` (or a folder with one), else a preset name.
@@ -277,7 +282,7 @@ def resolve_model(text: str) -> Model:
     if text.startswith(("http://", "https://")):
         return model_from_llama_props(text)
     path = Path(text)
-    if path.suffix.lower() == ".gguf" or (path.is_file() and path.read_bytes()[:4] == b"GGUF"):
+    if path.suffix.lower() == ".gguf" or (path.is_file() and _magic(path) == b"GGUF"):
         return model_from_gguf(path)
     if path.is_file() or (path.is_dir() and (path / "config.json").is_file()):
         return model_from_hf_config(path)
