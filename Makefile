@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint unit notebooks bench clean test-browser present
+.PHONY: lab test lint unit notebooks bench clean test-browser present llama-server
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
@@ -46,6 +46,12 @@ test-browser: $(STAMP)
 present: $(STAMP)
 	JUPYTER_PATH=$(CURDIR)/present $(BIN)/voila notebooks/ --template=llminfer \
 		--Voila.ip=127.0.0.1 --strip_sources=True
+
+# llama.cpp's llama-server, pinned (the llama.cpp vendored in the llama-cpp-python 0.3.36 sdist),
+# built into ~/.cache/llminfer/llama.cpp-0.3.36 when missing (cmake and a C++ compiler; ~9 min
+# on 2 cores, CPU only). tests/test_llama_server.py measures it; it skips when it is missing.
+llama-server: $(STAMP)
+	PYTHON=$(BIN)/python scripts/build_llama_server.sh
 
 bench: $(STAMP)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

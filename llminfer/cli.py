@@ -345,12 +345,12 @@ def parse_engine(text: str):
 def _diagnose(args: argparse.Namespace) -> int:
     from llminfer.diagnose.run import diagnose
     from llminfer.diagnose.scrape import read_scrape
-    from llminfer.specs.presets import get_gpu, get_model
+    from llminfer.specs.describe import resolve_gpu, resolve_model
 
     slo = parse_slo(args.slo) if args.slo else None
     engine = parse_engine(args.engine) if args.engine is not None else None
-    model = get_model(args.model) if args.model else None
-    gpu = get_gpu(args.gpu) if args.gpu else None
+    model = resolve_model(args.model) if args.model else None
+    gpu = resolve_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
     for name in ("n_gpus", "replicas"):
@@ -398,8 +398,17 @@ def register_diagnose(subparsers) -> None:
         "scrape.txt --json",
     )
     _add_log_arguments(parser, "p90 latency targets, e.g. ttft=1s,tpot=20ms (default 500ms, 50ms)")
-    parser.add_argument("--model", help="model preset, e.g. llama-3.1-8b (with --gpu; see models)")
-    parser.add_argument("--gpu", help="GPU preset, e.g. h100-sxm (with --model; see gpus)")
+    parser.add_argument(
+        "--model",
+        help="model preset (e.g. llama-3.1-8b; see models), a Hugging Face config.json (or its "
+        "folder), a .gguf file, or a llama-server URL whose /props names its GGUF (with --gpu)",
+    )
+    parser.add_argument(
+        "--gpu",
+        help="GPU preset (e.g. h100-sxm; see gpus), a JSON/TOML spec file of GPU fields in "
+        "bytes, bytes/s and FLOP/s (name, memory_bytes, memory_bandwidth, bf16_flops, …), or "
+        "'measure' (this machine, measured with numpy) (with --model)",
+    )
     parser.add_argument(
         "--n-gpus", "--tp", dest="n_gpus", type=int, default=1,
         help="GPUs per replica (tensor parallelism)",
@@ -416,8 +425,9 @@ def register_diagnose(subparsers) -> None:
         "--metrics",
         action="append",
         metavar="SCRAPE",
-        help="a saved vLLM /metrics scrape (curl -s HOST:8000/metrics > scrape.txt); give it "
-        "twice (before and after the run) to count preemptions during the run",
+        help="a saved /metrics scrape of vLLM, llama-server (--metrics) or SGLang "
+        "(--enable-metrics) (curl -s HOST:8000/metrics > scrape.txt), or its http:// URL, read "
+        "now; give it twice (before and after the run) to count preemptions during the run",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=_diagnose)

@@ -2,8 +2,9 @@
 
 ``client`` sends a ``Workload`` over aiohttp and records every chunk's arrival; ``sse`` reads
 server-sent events and the chunks real servers send; ``results`` turns the records into chapter
-6's request log; ``stub`` is a scripted server for tests and the client benchmark; ``run`` is
-the command line.
+6's request log; ``stub`` is a scripted server for tests and the client benchmark; ``llamacpp``
+a real one (llama.cpp's ``llama-server`` with a tiny random GGUF model); ``run`` is the command
+line.
 
 Why aiohttp (measured, ``python benchmarks/bench_client.py``: 64 concurrent streams × 50 chunks
 every 20 ms from a stub in its own process, aiohttp and httpx interleaved in one run, the same

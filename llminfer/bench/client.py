@@ -21,11 +21,15 @@ Every request sent ends in the log: ``status`` ok or failed with the reason in `
 a benchmark measures the URL it was given, so redirects are not followed). Times are seconds
 from the start of the run.
 
-A request whose kept-alive connection the server had already closed (llama.cpp's server, for
-one, closes it after every answer while sending ``Connection: keep-alive``) fails before any
-answer came; it is sent again once, on a fresh connection — counted once, as what the second
-try got, with a ``note`` saying so. ``keepalive=False`` (``--no-keepalive``) opens a
-connection per request instead. What a server says about itself that cannot be true (a
+A request whose kept-alive connection the server had already closed fails before any answer
+came — llama.cpp's ``llama-server`` (0.3.36's llama.cpp, ``tests/test_llama_server.py``) closes
+the connection after every *streamed* answer while its headers say ``Keep-Alive: timeout=5,
+max=100`` (a plain JSON answer keeps it open); aiohttp reused a quarter to a half of those
+closed connections before it saw them close (16–32 of 64 requests per load in
+``benchmarks/bench_llama_server.py``), and such a request fails with ``ClientOSError: Can not
+write request body``. It is sent again once, on a fresh connection — counted once, as what the
+second try got, with a ``note`` saying so. ``keepalive=False`` (``--no-keepalive``)
+opens a connection per request instead. What a server says about itself that cannot be true (a
 ``usage`` count of the wrong type, negative, fewer tokens than text chunks, more than asked
 for) is a per-request ``note`` and the count falls back to the chunks (``token_counts``).
 """
@@ -153,7 +157,8 @@ class RequestRecord:
     counts if it sent them (as sent: ``token_counts`` checks them); ``http_status``: 0 when no
     response came; ``unfinished``: the run was interrupted (Ctrl-C, SIGTERM) while this
     request was in flight or before it was sent (``not_sent``) — neither ok nor failed;
-    ``note``: what was odd about an answer that did not make it fail.
+    ``note``: what was odd about an answer that did not make it fail; ``prompt``: the text
+    sent; ``timings``: llama.cpp's ``timings`` object of the answer, if it sent one.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -172,6 +177,8 @@ class RequestRecord:
     unfinished: bool = False
     not_sent: bool = False
     note: str = ""
+    prompt: str = field(default="", repr=False)
+    timings: dict | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -211,6 +218,25 @@ class RequestRecord:
             "; ".join(notes),
         )
 
+    def cached_tokens(self) -> int | None:
+        """Prompt tokens the server says it took from its prompt cache instead of computing
+        them: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field; llama.cpp and
+        vLLM send it), else llama.cpp's ``timings.cache_n``; None when the server said neither
+        (or said something that cannot be a count).
+
+        Introduced in: notebooks/08_measure_a_server.ipynb
+        """
+        usage = self.usage if isinstance(self.usage, dict) else {}
+        details = usage.get("prompt_tokens_details")
+        timings = self.timings if isinstance(self.timings, dict) else {}
+        for value in (
+            details.get("cached_tokens") if isinstance(details, dict) else None,
+            timings.get("cache_n"),
+        ):
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKENS:
+                return value
+        return None
+
 
 def make_prompt(n_tokens: int, rng: np.random.Generator, prefix: str = "") -> str:
     """A prompt of ``n_tokens`` words: ``prefix`` (shared words) then random words.
@@ -222,14 +248,31 @@ def make_prompt(n_tokens: int, rng: np.random.Generator, prefix: str = "") -> st
     return " ".join([prefix, *(WORDS[i] for i in words)]).strip()
 
 
-def plan_requests(workload: Workload) -> pd.DataFrame:
+#: The ``salt`` of warm-up prompts: a stream of its own, never a measured load's.
+WARMUP_SALT = 2**32 - 1
+
+
+def plan_requests(workload: Workload, salt: int = 0, avoid=()) -> pd.DataFrame:
     """``workload.requests()`` plus a ``prompt`` column of text with that many words; requests
     of one prefix group share their first ``prefix_tokens`` words.
 
+    ``salt`` picks another stream of random words for the same workload (the same lengths,
+    the same shared prefixes): ``run_bench`` draws its warm-up with ``WARMUP_SALT`` and
+    ``sweep_server`` gives every load its own salt, so that no measured prompt was sent before
+    and a server's prompt cache (llama.cpp's ``cache_prompt``, vLLM's prefix caching) cannot
+    answer it from an earlier request. Only the shared prefix (``shared_prefix_tokens``) is
+    reused on purpose. ``salt=0`` is the plain plan. A prompt equal to one in ``avoid`` (a set
+    of texts, e.g. the measured ones) is drawn again (at most 100 times: a one-word prompt
+    has only so many).
+
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
+    if isinstance(salt, bool) or not isinstance(salt, int) or not 0 <= salt < 2**32:
+        raise ValueError(f"salt={salt!r} must be an integer from 0 to 2**32 - 1")
     table = workload.requests()
-    rng = np.random.default_rng(np.random.SeedSequence(workload.seed).spawn(5)[4])
+    entropy = workload.seed if salt == 0 else [workload.seed, salt]
+    rng = np.random.default_rng(np.random.SeedSequence(entropy).spawn(5)[4])
+    avoid = set(avoid)
     longest = int(table["prefix_tokens"].max()) if len(table) else 0
     prefixes = {
         group: make_prompt(longest, np.random.default_rng([workload.seed, int(group)]))
@@ -240,7 +283,12 @@ def plan_requests(workload: Workload) -> pd.DataFrame:
         table["prefix_group"], table["prefix_tokens"], table["prompt_tokens"], strict=True
     ):
         prefix = " ".join(prefixes[group].split()[:prefix_tokens]) if group >= 0 else ""
-        prompts.append(make_prompt(int(tokens), rng, prefix))
+        prompt = make_prompt(int(tokens), rng, prefix)
+        for _ in range(100 if avoid else 0):
+            if prompt not in avoid:
+                break
+            prompt = make_prompt(int(tokens), rng, prefix)
+        prompts.append(prompt)
     return table.assign(prompt=prompts)
 
 
@@ -293,6 +341,7 @@ async def send_request(session, url: str, body: dict, record: RequestRecord, t0:
         record.end_ts = clock() - t0
         record.chunk_ts = [t - t0 for t in parser.token_ts]
         record.text_chars, record.usage = parser.chars, parser.usage
+        record.timings = parser.timings
     if parser.invalid_utf8:
         record.note = "; ".join(filter(None, [record.note, "invalid UTF-8 read as U+FFFD"]))
     if record.error:
@@ -425,11 +474,18 @@ async def run_bench(
     run: BenchRun | None = None,
     on_done: Callable[[RequestRecord], None] | None = None,
     keepalive: bool = True,
+    prompt_salt: int = 0,
 ) -> BenchRun:
     """Send ``workload`` to the server at ``url`` (its base, e.g. ``http://127.0.0.1:8000/v1``)
     and return the ``BenchRun``; ``warmup`` requests go first, one at a time, and are kept
     apart in ``run.warmup``. ``timeout_s`` bounds each request (seconds); ``keepalive=False``
     opens a new connection for every request.
+
+    Warm-up requests have the lengths of the first measured ones but prompts of their own
+    (``plan_requests`` with another salt, none equal to a measured prompt): a server with a
+    prompt cache must not answer a measured request from its warm-up. Only a shared prefix
+    (``workload.shared_prefix_tokens``) is the same, as asked. ``prompt_salt``: the measured
+    prompts' stream (``sweep_server`` gives each load its own).
 
     Cancelled (Ctrl-C, SIGTERM): the requests in flight are marked unfinished, the planned
     ones not yet sent go to ``run.not_sent``, then the CancelledError goes on.
@@ -449,19 +505,25 @@ async def run_bench(
     run = run or BenchRun(workload)
     run.on_done = on_done
     endpoint = url.rstrip("/") + ENDPOINTS[bool(chat)]
-    table = plan_requests(workload)
+    table = plan_requests(workload, salt=prompt_salt)
+    warm_table = (
+        plan_requests(workload, WARMUP_SALT - prompt_salt, avoid=table["prompt"])
+        if warmup
+        else None
+    )
 
-    def body(i: int) -> dict:
-        row = table.iloc[i]
-        return request_body(
-            model, row["prompt"], row["output_tokens"], chat, include_usage, extra_body
-        )
+    def body(item: RequestRecord) -> dict:
+        return request_body(model, item.prompt, item.max_tokens, chat, include_usage, extra_body)
 
     def record(i: int, warm: bool = False) -> RequestRecord:
-        row = table.iloc[i % len(table)]
+        row = (warm_table if warm else table).iloc[i % len(table)]
         name = f"warmup-{i}" if warm else row["request_id"]
         return RequestRecord(
-            name, int(row["prompt_tokens"]), int(row["output_tokens"]), warmup=warm
+            name,
+            int(row["prompt_tokens"]),
+            int(row["output_tokens"]),
+            warmup=warm,
+            prompt=row["prompt"],
         )
 
     # No connection limit (the workload decides concurrency); the timeout covers the whole
@@ -478,13 +540,13 @@ async def run_bench(
             for i in range(warmup):
                 item = record(i, warm=True)
                 run.warmup.append(item)
-                await send_request(session, endpoint, body(i % len(table)), item, t0)
+                await send_request(session, endpoint, body(item), item, t0)
             t0 = run.t0 = time.perf_counter()
 
             async def one(i: int) -> None:
                 item = record(i)
                 run.records.append(item)
-                await send_request(session, endpoint, body(i), item, t0)
+                await send_request(session, endpoint, body(item), item, t0)
                 if run.on_done:
                     run.on_done(item)
 

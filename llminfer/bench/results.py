@@ -5,7 +5,11 @@
 came from: ``output_tokens_from`` is ``usage`` (the server's own count) or ``counted`` (text
 chunks counted by the client: a chunk may hold several tokens, so it is flagged; also when the
 server's count cannot be true, with a ``note``); ``input_tokens_from`` is ``usage`` or
-``requested`` (the prompt length the client asked for).
+``requested`` (the prompt length the client asked for). ``requested_input_tokens`` keeps the
+length asked for beside it, and ``cached_input_tokens`` the prompt tokens the server says it
+took from its prompt cache (empty when it did not say): ``prompt_tokens_line`` sums them up —
+a server that adds a BOS token or a chat template counts more prompt tokens than were asked
+for, and the user should know the prompts measured are not quite the prompts planned.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
                 "input_tokens_from": in_from,
                 "output_tokens_from": out_from,
                 "requested_output_tokens": r.max_tokens,
+                "requested_input_tokens": r.prompt_tokens,
+                "cached_input_tokens": np.nan if r.cached_tokens() is None else r.cached_tokens(),
                 "note": "; ".join(filter(None, [r.note, note])),
             }
         )
@@ -82,9 +88,52 @@ def records_frame(records: list[RequestRecord]) -> pd.DataFrame:
         "input_tokens_from",
         "output_tokens_from",
         "requested_output_tokens",
+        "requested_input_tokens",
+        "cached_input_tokens",
         "note",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def prompt_tokens_line(frame: pd.DataFrame) -> str | None:
+    """One line comparing the prompt tokens the server counted (its ``usage``) with those
+    asked for, over the ok requests that have the server's count, e.g. ``server counted 1,290
+    prompt tokens for 1,280 requested (+1 per request: a BOS token?)``; with the prompt cache's
+    share when the server reported it. None when no ok request carries the server's count.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    ok = frame[(frame["status"] == "ok") & (frame["input_tokens_from"] == "usage")]
+    if ok.empty:
+        return None
+    counted, requested = int(ok["input_tokens"].sum()), int(ok["requested_input_tokens"].sum())
+    extra = ok["input_tokens"] - ok["requested_input_tokens"]
+    n = len(ok)
+    line = f"server counted {counted:,} prompt tokens for {requested:,} requested"
+    if (extra == 0).all():
+        line += f" (the same, all {n} requests)"
+    elif (extra == extra.iloc[0]).all():
+        per = int(extra.iloc[0])
+        guess = {1: ": a BOS token?", 2: ": BOS and EOS, or a template?"}.get(
+            per, ": a chat template, or another tokenizer?" if per > 0 else ": another tokenizer?"
+        )
+        line += f" ({per:+d} per request{guess})"
+    else:
+        line += (
+            f" ({int(extra.min()):+d} to {int(extra.max()):+d} per request, "
+            f"{float(extra.mean()):+.1f} on average: another tokenizer?)"
+        )
+    if "cached_input_tokens" in ok and ok["cached_input_tokens"].notna().any():
+        cached = ok["cached_input_tokens"].dropna()
+        hits = int((cached > 0.5 * ok.loc[cached.index, "input_tokens"]).sum())
+        line += (
+            f"; {int(cached.sum()):,} of them from the server's prompt cache "
+            f"({hits} of {len(cached)} requests had more than half their prompt cached)"
+        )
+    omitted = int(((frame["status"] == "ok") & (frame["input_tokens_from"] != "usage")).sum())
+    if omitted:
+        line += f"; {omitted} ok requests without the server's count (not in these sums)"
+    return line
 
 
 def accounting(run: BenchRun) -> dict[str, int]:
@@ -215,27 +264,47 @@ def sweep_server(
     same workload otherwise — the measured twin of ``llminfer.sim.loadsweep.sweep``; the load
     points (and ``requests_per_user``) are ``load_workloads``'s.
 
+    Every load sends prompts of its own (``prompt_salt`` = the load's index, after any
+    ``prompt_salt`` given): the same lengths and shared prefix, other words, so a prompt cache
+    cannot answer a load's requests from an earlier load's. Warm-up (``warmup=``) is drawn
+    apart from them too (``run_bench``).
+
     Returns (table, logs): one table row per load with the load column, ``failed``,
-    ``decode_tps``, ``arrival_tps`` (``arrival_window_tps``) and every field of
+    ``decode_tps``, ``arrival_tps`` (``arrival_window_tps``), the prompt tokens
+    ``requested_input_tokens``, the server's count of them ``server_input_tokens`` (NaN when it
+    sent none) and ``cached_input_tokens`` (NaN when it did not say), and every field of
     ``summarize(...).to_dict()``; ``logs`` maps each load to its request log (a DataFrame in
-    chapter 6's schema).
+    chapter 6's schema). Each load gets its own prompts (``prompt_salt`` + the load's index), so
+    no load is answered from an earlier load's prompt cache.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
     kind, points = load_workloads(workload, concurrencies, rates, requests_per_user)
     rows, logs = [], {}
-    for value, point in points:
-        run = bench(url, point, model, **bench_kwargs)
+    salt = bench_kwargs.pop("prompt_salt", 0)
+    for index, (value, point) in enumerate(points):
+        run = bench(url, point, model, prompt_salt=salt + index, **bench_kwargs)
         frame = records_frame(run.records)
         counts = accounting(run)
         logs[value] = frame
         summary = summarize(frame, percentiles=percentiles).to_dict()
+        ok = frame[frame["status"] == "ok"]
+        served = ok[ok["input_tokens_from"] == "usage"]
         rows.append(
             {
                 kind: value,
                 "failed": counts["failed"],
                 "decode_tps": decode_tps(frame),
                 "arrival_tps": arrival_window_tps(frame),
+                "requested_input_tokens": int(ok["requested_input_tokens"].sum()),
+                "server_input_tokens": (
+                    int(served["input_tokens"].sum()) if len(served) == len(ok) else np.nan
+                ),
+                "cached_input_tokens": (
+                    ok["cached_input_tokens"].sum()
+                    if ok["cached_input_tokens"].notna().any()
+                    else np.nan
+                ),
                 **summary,
             }
         )

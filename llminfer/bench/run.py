@@ -179,7 +179,7 @@ def _bench_command(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     from llminfer.bench.client import BenchRun, run_bench
-    from llminfer.bench.results import accounting, records_frame, warmup_path
+    from llminfer.bench.results import accounting, prompt_tokens_line, records_frame, warmup_path
     from llminfer.logs.reading import read_requests
     from llminfer.logs.writing import write_log
 
@@ -204,6 +204,7 @@ def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
                 run=run,
                 on_done=progress,
                 keepalive=not args.no_keepalive,
+                prompt_salt=args.prompt_salt,
             )
         )
     finally:
@@ -235,6 +236,17 @@ def _bench(args: argparse.Namespace, interruption: Interruption) -> int:
     notes = Counter(n[:200] for n in frame["note"] if n)
     for note, n in notes.most_common(3):
         print(f"  note on {n}: {note}", file=sys.stderr)
+    tokens_line = prompt_tokens_line(frame)
+    if tokens_line:  # the prompts the server saw are not always the prompts asked for
+        print(tokens_line)
+    cached = frame["cached_input_tokens"] > 0.5 * frame["input_tokens"]
+    if cached.any() and not args.shared_prefix_tokens:
+        print(
+            f"  warning: {int(cached.sum())} measured requests had more than half their prompt "
+            "answered from the server's prompt cache: did an earlier run send the same prompts? "
+            "Measure with another --prompt-salt (or --seed)",
+            file=sys.stderr,
+        )
     if counts["ok"]:
         from llminfer.logs.summary import summarize
 
@@ -267,7 +279,19 @@ def register_bench(subparsers) -> None:
     parser.add_argument("--shared-prefix-tokens", type=int, default=0)
     parser.add_argument("--prefix-groups", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup", type=int, default=0, help="requests sent first, kept apart")
+    parser.add_argument(
+        "--prompt-salt",
+        type=int,
+        default=0,
+        help="other prompt words for the same workload (a rerun against a server whose prompt "
+        "cache holds the last run's prompts)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="requests sent first, kept apart, with prompts of their own (no measured prompt)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="per request, s")
     parser.add_argument("--chat", action="store_true", help="use /chat/completions")
     parser.add_argument("--no-usage", action="store_true", help="do not ask for usage counts")

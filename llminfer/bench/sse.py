@@ -127,7 +127,9 @@ class SSEDecoder:
 @dataclass(frozen=True)
 class Chunk:
     """What one event carried: ``text`` (None when no token), ``usage`` (dict or None),
-    ``finish_reason``, ``done`` (the ``[DONE]`` marker) and ``error`` (text or None).
+    ``finish_reason``, ``done`` (the ``[DONE]`` marker), ``error`` (text or None) and
+    ``timings`` (llama.cpp's per-request ``timings`` object — ``prompt_n``, ``cache_n``, … —
+    on its last event; dict or None).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -137,6 +139,7 @@ class Chunk:
     finish_reason: str | None = None
     done: bool = False
     error: str | None = None
+    timings: dict | None = None
 
 
 def read_chunk(data: str, event_type: str = "message") -> Chunk:
@@ -166,9 +169,10 @@ def read_chunk(data: str, event_type: str = "message") -> Chunk:
         message = error.get("message", error) if isinstance(error, dict) else error
         return Chunk(error=f"server error in stream: {message}")
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else None
+    timings = payload.get("timings") if isinstance(payload.get("timings"), dict) else None
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return Chunk(usage=usage)
+        return Chunk(usage=usage, timings=timings)
     choice = choices[0]
     text = choice.get("text")
     if text is None and isinstance(choice.get("delta"), dict):
@@ -180,6 +184,7 @@ def read_chunk(data: str, event_type: str = "message") -> Chunk:
         text=text if isinstance(text, str) and text != "" else None,
         usage=usage,
         finish_reason=finish if isinstance(finish, str) and finish else None,
+        timings=timings,
     )
 
 
@@ -208,6 +213,7 @@ class StreamParser:
         "error",
         "finish_reason",
         "invalid_utf8",
+        "timings",
         "token_ts",
         "usage",
     )
@@ -217,6 +223,7 @@ class StreamParser:
         self.token_ts: list[float] = []
         self.chars = 0
         self.usage: dict | None = None
+        self.timings: dict | None = None
         self.finish_reason: str | None = None
         self.done = False
         self.error: str | None = None
@@ -274,5 +281,7 @@ class StreamParser:
             self.chars += len(chunk.text)
         if chunk.usage:
             self.usage = chunk.usage
+        if chunk.timings:
+            self.timings = chunk.timings
         self.finish_reason = chunk.finish_reason or self.finish_reason
         return False
