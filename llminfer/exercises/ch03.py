@@ -131,8 +131,8 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "03.2",
         "In the last two minutes of the realistic log (the requests completed in [480 s, "
-        "600 s)), what is p90 TTFT, in s (the tightest TTFT-only target that 90 % of those "
-        "requests meet)?",
+        "600 s)), what is p90 TTFT, in s (about the tightest TTFT-only target that 90 % of "
+        "those requests meet)?",
         _late_p90_ttft,
         unit="s",
         rel_tol=0.02,
