@@ -17,7 +17,7 @@ Two separate savings, in order of size:
 
 Each K/V tile a block loads serves B_r query rows, so the tile stream's arithmetic intensity is
 about B_r FLOP per byte (128 at head dimension 128): below an H100's ridge (295). What keeps
-FlashAttention-2 compute-bound (50–73 % of A100 peak in its paper; 53.2 % in this package's
+FlashAttention-2 compute-bound (50–73 % of A100 peak in its paper; 52.9 % in this package's
 H200 fit) is that the query tiles of one head run at the same time and read the same K/V tiles
 in the same order, so after the first block fetches a tile from HBM the others find it in L2
 (one head's K and V at 16k tokens: 8.4 MB, against 50 MB of L2 on an H100). The HBM traffic
