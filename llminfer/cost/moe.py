@@ -75,7 +75,7 @@ def expert_touch_share(n_experts: int, experts_per_token: int, tokens):
 def experts_touched(n_experts: int, experts_per_token: int, tokens):
     """Expected distinct routed experts per layer that ``tokens`` tokens read:
     ``E · (1 − (1 − k/E)^T)`` (see ``expert_touch_share``). DeepSeek-V3 at T = 1: 8; T = 64:
-    222.3; T = 256: 255.9 of 256.
+    222.4; T = 256: 255.9 of 256.
 
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
@@ -129,7 +129,7 @@ def non_expert_params(model: Model) -> float:
 
 def derived_active_params(model: Model) -> float:
     """Active parameters per token from the architecture: ``non_expert + k × expert``.
-    A check on a preset against its card's figure (DeepSeek-V3: 37.55 B derived, card 37 B).
+    A check on a preset against its card's figure (DeepSeek-V3: 37.53 B derived, card 37 B).
 
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
@@ -231,7 +231,7 @@ def all_to_all_bytes_per_token(
     holds one of its experts (``remote_copies_per_token``) — *dispatch*, in ``dispatch_dtype``
     (FP8 in DeepSeek's deployment, plus one FP32 scale per 128 channels) — and the experts'
     outputs come back — *combine*, in ``combine_dtype`` (BF16). DeepSeek-V3 at EP 144:
-    per layer 7.75 × (7,168 + 224) B dispatch and 7.75 × 14,336 B combine; 3.32 MB + 6.44 MB
+    per layer 7.75 × (7,168 + 224) B dispatch and 7.75 × 14,336 B combine; 3.32 MB + 6.45 MB
     per token over its 58 MoE layers.
 
     Introduced in: notebooks/09_mixture_of_experts.ipynb
