@@ -9,7 +9,9 @@ A refused request is one line in the server's log; only a bug in the server logs
 (and answers 500). A client that leaves mid-answer, streamed or not, stops its generation.
 
 Routes as vLLM's OpenAI server has them: ``POST /v1/completions``, ``POST /v1/chat/completions``
-(both streaming with server-sent events, or not), ``GET /v1/models``, ``GET /health`` and
+(both streaming with server-sent events, or not; ``stream_options`` ``include_usage`` and
+``continuous_usage_stats``), ``POST /tokenize`` and ``POST /detokenize`` (the toy tokenizer's
+ids, as vLLM's routes of those names answer), ``GET /v1/models``, ``GET /health`` and
 ``GET /metrics`` (Prometheus text, vLLM's metric names). Bad requests get a 4xx with an
 OpenAI-style body ``{"error": {"message", "type", "param", "code"}}`` and the server goes on.
 Chat prompts are the words of every message's content (no chat template), so a client's word
@@ -33,7 +35,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from llminfer.serve.engine import ToyEngine
 from llminfer.serve.limits import BODY_TIMEOUT_S, SHUTDOWN_DEADLINE_S
-from llminfer.serve.schema import GenerationRequest, OpenAIError, decode_json, parse_request
+from llminfer.serve.schema import (
+    GenerationRequest,
+    OpenAIError,
+    decode_json,
+    parse_detokenize,
+    parse_request,
+    parse_tokenize,
+)
 from llminfer.serve.tokenizer import ToyTokenizer
 
 log = logging.getLogger("llminfer.serve")
@@ -275,9 +284,7 @@ class ToyServer:
     async def _answer(self, request: web.Request, chat: bool) -> web.StreamResponse:
         body = await _json_body(request, self.body_timeout_s)
         spec = parse_request(body, chat, self.tokenizer)
-        model = body.get("model")
-        if model is not None and model != self.model_name:
-            raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
+        self._check_model(body)
         ids, max_tokens = spec.prompt_ids, spec.max_tokens
         if max_tokens is None:  # vLLM's defaults: 16 for completions, the rest of the context
             limit = self.engine.max_context
@@ -297,6 +304,11 @@ class ToyServer:
             # Whatever ended the handler (answer sent, client gone, cancelled, a bug), the
             # engine stops working for it; a no-op for a request that has finished.
             self.engine.abort(job)
+
+    def _check_model(self, body: dict) -> None:
+        model = body.get("model")
+        if model is not None and model != self.model_name:
+            raise OpenAIError(404, f"The model `{model}` does not exist.", "model")
 
     async def _respond(self, request, chat, spec, job, queue) -> web.StreamResponse:
         ids = spec.prompt_ids
@@ -331,20 +343,25 @@ class ToyServer:
             text = payload if isinstance(payload, str) else json.dumps(payload)
             await response.write(f"data: {text}\n\n".encode())
 
+        def so_far() -> dict:  # continuous_usage_stats: the usage up to this chunk, as vLLM's
+            n = answer.tokens
+            if not spec.continuous_usage:
+                return {}
+            return {"usage": {**usage, "completion_tokens": n, "total_tokens": len(ids) + n}}
+
         try:
             await response.prepare(request)
             if chat:  # vLLM and OpenAI open a chat stream with a role-only delta
                 delta = {"role": "assistant", "content": ""}
-                await send(
-                    {**reply, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-                )
+                choice = {"index": 0, "delta": delta, "finish_reason": None}
+                await send({**reply, "choices": [choice], **so_far()})
             try:
                 async for piece, reason in self._tokens(job, queue, answer):
                     if not piece and reason is None:
                         continue  # text held back: it may be the start of a stop string
                     content = {"delta": {"content": piece}} if chat else {"text": piece}
                     choice = {"index": 0, **content, "logprobs": None, "finish_reason": reason}
-                    await send({**reply, "choices": [choice]})
+                    await send({**reply, "choices": [choice], **so_far()})
             except OpenAIError as exc:  # shutdown: the stream ends with an error, then [DONE]
                 await send(exc.body())
                 log.info("%s %s: stream ended by %s", request.method, request.path, exc.message)
@@ -404,6 +421,23 @@ class ToyServer:
         }
         return web.json_response({"object": "list", "data": [card]})
 
+    async def tokenize(self, request: web.Request) -> web.Response:
+        # vLLM's TokenizeResponse: count, max_model_len, tokens, and token_strs when asked
+        body = await _json_body(request, self.body_timeout_s)
+        ids, with_strs = parse_tokenize(body, self.tokenizer)
+        self._check_model(body)
+        reply = {"count": len(ids), "max_model_len": self.engine.max_context, "tokens": ids}
+        if with_strs:
+            reply["token_strs"] = [self.tokenizer.decode(t) for t in ids]
+        return web.json_response(reply)
+
+    async def detokenize(self, request: web.Request) -> web.Response:
+        # vLLM's DetokenizeResponse: the text of the ids, which /tokenize turns back into them
+        body = await _json_body(request, self.body_timeout_s)
+        ids = parse_detokenize(body, self.tokenizer.vocab_size)
+        self._check_model(body)
+        return web.json_response({"prompt": "".join(self.tokenizer.decode(t) for t in ids)})
+
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(status=200)
 
@@ -431,6 +465,8 @@ def make_app(
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_error_middleware()])
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_post("/v1/chat/completions", server.chat_completions)
+    app.router.add_post("/tokenize", server.tokenize)
+    app.router.add_post("/detokenize", server.detokenize)
     app.router.add_get("/v1/models", server.models)
     app.router.add_get("/health", server.health)
     app.router.add_get("/metrics", server.metrics_text)

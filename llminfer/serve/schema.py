@@ -25,6 +25,12 @@ rules, field by field (``FIELDS``):
   ``suffix``) is refused with 400 rather than silently dropped.
 - ``stop`` (a string or a list of strings) and ``stop_token_ids`` end the answer early with
   ``finish_reason="stop"`` (the stop text is not returned), after at least ``min_tokens``.
+- ``ignore_eos`` (true or false) is accepted and kept, and changes nothing here: the toy model
+  has no end-of-sequence token, so an answer already runs to ``max_tokens`` unless a stop
+  string or stop token id ends it (and those still apply with ``ignore_eos``, as in vLLM).
+- ``stream_options``: ``include_usage`` adds a last chunk with the request's usage;
+  ``continuous_usage_stats`` as well puts the usage so far in every chunk (vLLM's rule: only
+  with ``include_usage``, else it does nothing).
 - Completions: ``prompt`` is a string, a list of token ids, or a list holding one of those
   (one prompt per request). Chat: ``messages`` is a non-empty list of objects with a ``role``
   (``system``, ``developer``, ``user``, ``assistant``, ``tool``, ``function``) and a
@@ -104,6 +110,8 @@ class GenerationRequest:
     stop_token_ids: frozenset[int] = field(default_factory=frozenset)
     min_tokens: int = 0
     ignored: tuple[str, ...] = ()  # unknown fields, accepted as vLLM accepts them
+    continuous_usage: bool = False  # usage so far in every streamed chunk
+    ignore_eos: bool = False  # no effect: the toy model has no end-of-sequence token
 
 
 def _bad(name: str, message: str) -> OpenAIError:
@@ -378,13 +386,77 @@ def parse_request(body: dict, chat: bool, tokenizer) -> GenerationRequest:
         raise _bad("messages" if chat else "prompt", "the prompt is empty (no token)")
     stop = given.get("stop", ())
     stop = (stop,) if isinstance(stop, str) else tuple(stop)
+    options = given.get("stream_options") or {}
+    include_usage = bool(options.get("include_usage"))
     return GenerationRequest(
         prompt_ids=ids,
         max_tokens=max_tokens,
         stream=stream,
-        include_usage=bool((given.get("stream_options") or {}).get("include_usage")),
+        include_usage=include_usage,
+        # vLLM (serving_chat.py, serving_completion.py): continuous only with include_usage
+        continuous_usage=include_usage and bool(options.get("continuous_usage_stats")),
+        ignore_eos=given.get("ignore_eos", False),
         stop=tuple(s for s in stop if s),
         stop_token_ids=frozenset(given.get("stop_token_ids", ())),
         min_tokens=min_tokens,
         ignored=tuple(ignored),
     )
+
+
+#: Fields of a ``/tokenize`` body (vLLM's ``TokenizeCompletionRequest`` and
+#: ``TokenizeChatRequest``) that are flags; none changes the toy tokenizer's ids (it has no
+#: special tokens and no chat template), each must be true or false when given.
+TOKENIZE_FLAGS = (
+    "add_special_tokens",
+    "return_token_strs",
+    "add_generation_prompt",
+    "continue_final_message",
+)
+
+
+def _model(body: dict) -> None:
+    if body.get("model") is not None and not isinstance(body["model"], str):
+        raise _bad("model", f"{body['model']!r} must be a string")
+
+
+def parse_tokenize(body: dict, tokenizer) -> tuple[list[int], bool]:
+    """(token ids, return_token_strs) of a decoded ``/tokenize`` body: a ``prompt`` string or a
+    ``messages`` list (checked as for chat, joined as chat prompts are), not both; the flags
+    in ``TOKENIZE_FLAGS`` true or false; OpenAIError 400 naming the field otherwise. An empty
+    prompt is zero tokens, as vLLM counts it.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    _model(body)
+    for name in TOKENIZE_FLAGS:
+        if body.get(name) is not None and not isinstance(body[name], bool):
+            raise _bad(name, f"{body[name]!r} must be true or false")
+    prompt, messages = body.get("prompt"), body.get("messages")
+    if prompt is not None and messages is not None:
+        raise _bad("prompt", "give either prompt or messages, not both")
+    if messages is not None:
+        ids = tokenizer.encode(_chat_text(messages))
+    elif isinstance(prompt, str):
+        ids = tokenizer.encode(prompt)
+    elif prompt is None:
+        raise _bad("prompt", "missing: /tokenize needs a prompt (a string) or messages")
+    else:
+        raise _bad("prompt", f"{prompt!r} must be a string")
+    return ids, bool(body.get("return_token_strs"))
+
+
+def parse_detokenize(body: dict, vocab_size: int) -> list[int]:
+    """The token ids of a decoded ``/detokenize`` body (``{"tokens": [ids]}``, vLLM's
+    ``DetokenizeRequest``), each an integer in ``[0, vocab_size)``; OpenAIError 400 otherwise.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    _model(body)
+    tokens = body.get("tokens")
+    if tokens is None:
+        raise _bad("tokens", "missing: /detokenize needs a list of token ids")
+    if not isinstance(tokens, list) or not all(_is_int(t) for t in tokens):
+        raise _bad("tokens", f"{tokens!r} must be a list of token ids (integers)")
+    if any(not 0 <= t < vocab_size for t in tokens):
+        raise _bad("tokens", f"token ids must be in [0, {vocab_size})")
+    return tokens
