@@ -1,8 +1,9 @@
 """The toy server: its engine (batched decode equals one-by-one, exact lengths, chunked prefill,
 preemption), and the real HTTP server measured with the load generator over loopback.
 
-Timing checks are ratios with margins (the test machine is shared): batching makes 8 streams
-at least 3x as fast in total as 1, and TTFT grows with prompt length.
+The one timing check is a ratio with a wide margin (the test machine is shared): TTFT grows
+with prompt length. That batching makes 8 streams at least 3x as fast in total as 1 is a
+performance target, measured by benchmarks/bench_serve_batching.py.
 """
 
 import json
