@@ -904,10 +904,11 @@ tp2, rep2 = tvr["TP = 2 (1 replica)"], tvr["2 replicas, 1 GPU each"]
 md(f"""
 ## Two GPUs: tensor parallelism or a second replica?
 
-Both double the GPUs of the overloaded service. Two replicas double the throughput, but each still
-receives 10.5 requests/s, and at that load its decode batches are large and TPOT misses; TP = 2
-makes every step faster — more FLOP/s and bandwidth per step, and a bigger KV cache — so both
-TTFT and TPOT recover. With TP = 2, {pct(tp2["good_fraction"])} % of requests meet both targets;
+Both double the GPUs of the overloaded service. Two replicas double the capacity (here both choices
+serve nearly all 21 requests/s offered), but each replica still receives 10.5 requests/s, and at
+that load its decode batches are large and TPOT misses; TP = 2 makes every step faster — more FLOP/s
+and bandwidth per step, and a bigger KV cache — so both TTFT and TPOT recover. With TP = 2,
+{pct(tp2["good_fraction"])} % of requests meet both targets;
 with two replicas {pct(rep2["good_fraction"])} % (TPOT p90 {ms1(rep2["tpot_s_p90"])} ms). That is
 why the report, seeing TPOT miss as well as TTFT, lists tensor parallelism before another replica
 (both are hardware). Where only the queue misses, a replica is the cheaper cure: no all-reduce per
@@ -939,6 +940,7 @@ assert round(tp2["good_fraction"] * 100, 1) == {round(tp2["good_fraction"] * 100
 assert round(rep2["good_fraction"] * 100, 1) == {round(rep2["good_fraction"] * 100, 1)}
 assert round(rep2["tpot_s_p90"] * 1e3, 1) == {ms1(rep2["tpot_s_p90"])}
 assert t.loc["2 replicas, 1 GPU each", "tpot_s_p90"] > CASE_SLO["tpot_s"]
+assert min(tp2["served_rps"], rep2["served_rps"]) > 0.95 * overloaded.workload.rate
 tp_vs_replicas.round(4)
 """)
 md(
@@ -1033,8 +1035,9 @@ md("""
 ## Not enough data
 
 Twenty requests from the overloaded log — every one of them slow — are not enough to read a p90,
-and a five-request benchmark export is not either. The verdict is `not_enough_data`: the report
-says what it sees (a target missed) but names no cause, and it never says *ok*.
+and a benchmark export with five successful requests is not either. The verdict is
+`not_enough_data`: the report says what it sees (a target missed) but names no cause, and it
+never says *ok*.
 """)
 code("""
 few = pd.read_csv("../data/case_overloaded.csv").sort_values("start_ts").tail(20)
@@ -1053,7 +1056,9 @@ bare = pd.read_csv(DATA / "case_kv_exhausted.csv").drop(
     columns=["scheduled_ts", "preemptions", "cached_prefix_tokens", "prefix_group"]
 )
 bare_report = diagnose(read_requests(bare), slo=CASE_SLO)
-md("""
+scrape_pre = read_scrape(DATA / "vllm_metrics_v1.txt").preemptions
+assert kv_mem["preemptions"] == 169  # the literal the cell below checks
+md(f"""
 ## When the log lacks a field — and the server's own evidence
 
 Most benchmark tools record no `scheduled_ts` and no preemptions. Drop them from the
@@ -1062,7 +1067,10 @@ missing), and the report falls back to the symptom — `overload`. Two things br
 back: the deployment (the memory step then compares tokens in flight with chapter 4's KV
 capacity), or a scrape of the server's Prometheus `/metrics`, which counts preemptions and KV
 usage itself. `read_scrape` reads it with the Prometheus client's own parser and knows the names
-of vLLM V0 and V1 (`vllm:gpu_cache_usage_perc` became `vllm:kv_cache_usage_perc`).
+of vLLM V0 and V1 (`vllm:gpu_cache_usage_perc` became `vllm:kv_cache_usage_perc`). The scrape
+here is a hand-written sample of a V1 server in that state (`data/vllm_metrics_v1.txt`), not one
+recorded during this run: its {scrape_pre:g} preemptions are not the log's {kv_mem["preemptions"]}
+— with your own server, scrape during the run you diagnose.
 """)
 code("""
 bare = pd.read_csv("../data/case_kv_exhausted.csv").drop(
@@ -1080,6 +1088,7 @@ assert bare_report.finding("memory").verdict == "cant_tell"
 assert bare_report.cause == "overload"
 assert with_scrape.cause == "kv_pressure" and with_deployment.cause == "kv_pressure"
 assert (scrape.waiting, scrape.kv_usage, scrape.preemptions) == (131, 0.987, 182)
+assert kv_exhausted_report.finding("memory").evidence["preemptions"] == 169  # the log's own
 with_scrape.to_frame()[["verdict", "cause", "detail"]]
 """)
 
