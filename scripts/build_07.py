@@ -1350,6 +1350,14 @@ md("""
   longer has them. [vllm-project/vllm](https://github.com/vllm-project/vllm).
 - vLLM CUDA graphs: 0.33.0 `vllm/config/compilation.py` (capture sizes, "capped at 512 by
   default"), `vllm/v1/cudagraph_dispatcher.py` L270-279.
+- vLLM's default step budget and chunked prefill: 0.33.0 `vllm/engine/arg_utils.py` L2973-3006
+  (`get_batch_defaults`: `vllm serve` 8,192 tokens at ≥ 70 GiB and not an A100, else 2,048);
+  0.11.0 the same file L1544-1548 ("V1 always uses chunked prefills and prefix caching for
+  non-pooling tasks"). V0's default: chunked prefill only for `max_model_len` above 32k tokens.
+- FP8 checkpoints in vLLM: `vllm/model_executor/layers/quantization/fp8.py`,
+  `Fp8Config.get_quant_method` — `Fp8LinearMethod` for the linear layers, `Fp8KVCacheMethod`
+  (the KV cache's scales) for attention: the attention itself is not an FP8 matmul unless the KV
+  cache is FP8 and the attention backend computes in it.
 - Benchmark tools' throughput windows: GenAI-Perf 0.0.16
   `genai_perf/profile_data_parser/llm_profile_data_parser.py` L230; AIPerf 0.13.0
   `aiperf/metrics/types/benchmark_duration_metric.py`; vLLM 0.33.0 `vllm/benchmarks/serve.py`
