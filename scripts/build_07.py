@@ -18,6 +18,7 @@ import nbformat
 import pandas as pd
 
 from llminfer import get_gpu, get_model, read_requests, summarize
+from llminfer.cost.roofline import step_cost
 from llminfer.diagnose.cases import (
     CASE_PROFILE,
     CASE_SLO,
@@ -99,7 +100,7 @@ costs — and `load_sweep` reads one log per offered load.
 
 **Before you start.** You need chapter 3 (TTFT, TPOT, percentiles), chapter 4 (the KV-cache
 budget), chapter 5 (the simulator, continuous batching, chunked prefill) and chapter 6 (reading
-request logs). **Time:** about 75 minutes for a first pass — some 6,000 words of prose (40 min at
+request logs). **Time:** about 80 minutes for a first pass — some 6,500 words of prose (45 min at
 150 words a minute), the reports and tables of 46 code cells (10 min; they run in under a minute
 in all) and the five questions (25 min). In a 45-minute workshop slot, take sections 0–4, the
 overloaded, long-prompt and head-of-line cases and the real-engine case, and leave the other
@@ -132,6 +133,7 @@ import pandas as pd
 from llminfer import get_gpu, get_model, read_requests, summarize
 from llminfer.cli import DIAGNOSE_EXIT
 from llminfer.cli import main as llminfer_cli
+from llminfer.cost.roofline import step_cost
 from llminfer.diagnose.cases import (
     CASE_PROFILE,
     CASE_SLO,
@@ -417,13 +419,26 @@ md(f"""
 "Slow" only means something against a target. The services below share one: TTFT p90 within
 **1 s**, then TPOT p90 within **20 ms** (50 tokens/s per user). Without `slo=`, `diagnose`
 assumes an interactive 500 ms / 50 ms. Every service is simulated by chapter 5's engine from a
-seed, with its engine settings spelled out — a V0-like engine (chunked prefill off) or a V1-like
-one (chunked prefill on, 2,048-token steps) — and the **"{CASE_PROFILE}" step-time profile**
+seed, with its engine settings spelled out, and the **"{CASE_PROFILE}" step-time profile**
 (the measured kernels with split-KV decode attention and CUDA graphs, as vLLM runs them);
-`scripts/make_case_studies.py` wrote their logs to `data/`. Every simulated figure below is over
-**all requests of the case's run**: each arrived in the arrival window, and a latency percentile
-counts each request once, whenever it finished; where a *rate* is quoted it is over the arrival
-window (section 0).
+`scripts/make_case_studies.py` wrote their logs to `data/`. Two engines:
+
+- **V0-like**: chunked prefill off, as vLLM V0 (up to 0.10) ran by default for contexts up to
+  32k tokens: a prompt's whole prefill is one step, and every decode waits for it.
+- **V1-like**: chunked prefill on with 2,048-token steps, as vLLM V1 runs by default (0.11.0
+  even forces it on: "V1 always uses chunked prefills", `vllm/engine/arg_utils.py`). 2,048 is
+  `vllm serve`'s default step budget on an A100 or a smaller GPU; on an H100 it is 8,192
+  (0.33.0 `EngineArgs.get_batch_defaults`), so these V1-like cases set it lower on purpose.
+
+Both leave **prefix caching off**. vLLM V1 turns it on by default, but these workloads' prompts
+share no prefix (every request's `prefix_group` is −1, checked below), so it would change no
+number here; that is why a report may still list
+`--enable-prefix-caching` among the things to try — on your own V1 server it is already on.
+
+Every simulated figure below is over **all requests of the case's run**: each arrived in the
+arrival window, and a latency percentile counts each request once, whenever it finished. A
+*rate* is quoted over the arrival window (section 0), except where the saturation step and the
+load sweep count completions over their middle 80 % (`completion_rate`); the text says which.
 
 **Cures, cheapest first, one change at a time.** `suggest` orders its suggestions by cost
 (`COSTS`): an engine **setting** on the same hardware, then **software** (another checkpoint or a
@@ -451,6 +466,9 @@ assert DEFAULT_SLO == {"ttft_s": 0.5, "tpot_s": 0.05}
 assert len(CASE_STUDIES) == 9 and list(COSTS) == ["setting", "software", "hardware"]
 assert (V0_ENGINE.chunked_prefill, V1_ENGINE.chunked_prefill) == (False, True)
 assert set(cases["profile"]) == {CASE_PROFILE} == {"vllm"}
+assert all(not c.deployment.engine.prefix_caching for c in CASE_STUDIES.values())
+for c in CASE_STUDIES.values():  # no request shares a prefix with another
+    assert (pd.read_csv("../data/" + c.data_file)["prefix_group"] == -1).all()
 cases
 """)
 
@@ -529,7 +547,10 @@ case_section(
     "overloaded",
     "Overloaded: arrivals above the service rate",
     "After a launch, 21 requests per second arrive. TTFT is many seconds; the queueing step "
-    "measures the waiting and the windows show the queue growing from the start.",
+    "measures the waiting and the windows show the queue growing from the start. (A window's "
+    "*served* rate counts the requests that finished in it; in the first windows few have, since "
+    "each takes seconds to decode its ~256 tokens, so it understates the server early on — the "
+    "queue growing from one window edge to the next is the sign to trust.)",
     "assert overloaded.workload.rate == 21\n",
     f"""
 **Takeaway:** the report lists no setting for a queue that grows; its cheapest change, FP8 weights
@@ -546,6 +567,14 @@ lp_req = case_log("long_prompts").requests
 own = (lp_req["first_token_ts"] - lp_req["scheduled_ts"]).max()
 t = lp.cure_table()
 b, ch, f8 = row(t, 0), row(t, 1), row(t, 2)
+lp_prefill_ev = lp_report.finding("prefill").evidence
+lp_p90_tokens = int(lp_prefill_ev["input_tokens_p90"])
+lp_p90_prefill = float(lp_prefill_ev["estimated_prefill_at_p90_prompt_s"])
+lp_parts = step_cost(get_model("llama-3.1-8b"), 1, lp_p90_tokens, 0).parts
+lp_attn_share = lp_parts.prefill_attention_flops / (
+    lp_parts.linear_flops + lp_parts.prefill_attention_flops
+)
+lp_fp8_ratio = (1 - lp_attn_share) / 2 + lp_attn_share
 tp4 = summarize(
     read_requests(lp.requests(replace(lp.deployment, n_gpus=4))), slo=CASE_SLO, percentiles=(90,)
 ).to_dict()
@@ -570,13 +599,20 @@ assert round(own, 1) == {round(own, 1)}
 **Takeaway:** chunked prefill (a setting) spreads the stalls but cures neither target — TTFT p90
 {ch[0]:.2f} s, TPOT p90 {ms1(ch[1])} ms: every step that carries a 2,048-token chunk of a
 32k-token prompt is itself slow, and the decodes share it. FP8 weights (software, accuracy to
-re-check) double the tensor-core FLOP/s for every prompt token and halve the weight bytes of
-every decode step:
+re-check) run the linear layers on FP8 tensor cores (twice the BF16 FLOP/s on an H100) and halve
+the weight bytes of every decode step:
 TTFT p90 {b[0]:.2f} s → {f8[0]:.2f} s, TPOT p90 {ms1(b[1])} ms → {ms1(f8[1])} ms,
-{pct(b[2])} % → {pct(f8[2])} % of requests meeting both targets, verdict `ok`. Four GPUs (TP = 4)
-would do more (TTFT p90 {tp4["ttft_s_p90"]:.2f} s, TPOT p90 {ms1(tp4["tpot_s_p90"])} ms,
-{pct(tp4["good_fraction"])} %) at four times the GPUs — and with split-KV decode attention, as
-vLLM runs it, TP alone would cure TPOT too: an FP8 KV cache is not needed for it.
+{pct(b[2])} % → {pct(f8[2])} % of requests meeting both targets, verdict `ok` — **in the
+simulator**. Read that TTFT with care: the step model runs the prompts' attention at the FP8 rate
+too, while an FP8 checkpoint in vLLM quantises the linear layers only; attention stays BF16
+unless the KV cache is FP8 as well and the attention kernel computes in FP8. At the p90 prompt
+({lp_p90_tokens:,} tokens) attention is {lp_attn_share:.0%} of the prefill FLOPs (cell above), so
+FP8 linear layers alone cut the prefill to no less than about {lp_fp8_ratio:.2f}× its BF16 time,
+not 0.5× — the report's estimated {lp_p90_prefill:.2f} s at that prompt to about
+{lp_p90_prefill * lp_fp8_ratio:.2f} s, close to the 1 s target: measure it before relying on it.
+Four GPUs (TP = 4) would do more (TTFT p90 {tp4["ttft_s_p90"]:.2f} s, TPOT p90
+{ms1(tp4["tpot_s_p90"])} ms, {pct(tp4["good_fraction"])} %) at four times the GPUs, and rest on
+no such assumption.
 """,
 )
 cells.insert(
@@ -592,6 +628,17 @@ tp4 = summarize(
 assert round(tp4["ttft_s_p90"], 2) == {r2(tp4["ttft_s_p90"])}
 assert round(tp4["tpot_s_p90"] * 1e3, 1) == {ms1(tp4["tpot_s_p90"])}
 assert round(tp4["good_fraction"] * 100, 1) == {round(tp4["good_fraction"] * 100, 1)}
+# check: attention's share of the p90 prompt's prefill FLOPs, which FP8 linear layers leave as
+# they are (the step model speeds it up too)
+p90_prompt = int(long_prompts_report.finding("prefill").evidence["input_tokens_p90"])
+parts = step_cost(get_model("llama-3.1-8b"), 1, p90_prompt, 0).parts
+attn_share = parts.prefill_attention_flops / (parts.linear_flops + parts.prefill_attention_flops)
+fp8_ratio = (1 - attn_share) / 2 + attn_share  # linear layers twice as fast, attention as before
+est = long_prompts_report.finding("prefill").evidence["estimated_prefill_at_p90_prompt_s"]
+assert p90_prompt == {lp_p90_tokens} and round(attn_share, 2) == {round(lp_attn_share, 2)}
+assert round(fp8_ratio, 2) == {round(lp_fp8_ratio, 2)}
+assert round(est, 2) == {round(lp_p90_prefill, 2)}
+assert round(est * fp8_ratio, 2) == {round(lp_p90_prefill * lp_fp8_ratio, 2)}
 """.strip()
     ),
 )
@@ -599,14 +646,27 @@ assert round(tp4["good_fraction"] * 100, 1) == {round(tp4["good_fraction"] * 100
 # kv exhausted
 t = CASE_STUDIES["kv_exhausted"].cure_table()
 b, fx = row(t, 0), row(t, 1)
+kv_mem = report_of("kv_exhausted").finding("memory").evidence
 case_section(
     "kv_exhausted",
     "KV cache exhausted: preemptions",
     "A summariser on an H100 the engine may use only 28 % of. TTFT explodes. The queue is "
     "enormous — but the procedure stops earlier, at memory: the cache ran out, requests were "
     "preempted and recomputed.",
-    "assert kv_exhausted.deployment.engine.gpu_memory_utilization == 0.28\n",
+    "assert kv_exhausted.deployment.engine.gpu_memory_utilization == 0.28\n"
+    'mem = kv_exhausted_report.finding("memory").evidence\n'
+    f'assert mem["preemptions"] == {kv_mem["preemptions"]}\n'
+    f'assert round(mem["peak_share_of_capacity"] * 100) == '
+    f"{round(kv_mem['peak_share_of_capacity'] * 100)}\n",
     f"""
+How can tokens in flight reach {kv_mem["peak_share_of_capacity"]:.0%} of a cache that holds
+{kv_mem["kv_capacity_tokens"]:,} tokens? They are the log's estimate of *demand*: a request is
+counted as holding its prompt and answer so far from its first scheduling to its end, the time it
+spent evicted included. The cache itself never holds more than its capacity; the
+{kv_mem["preemptions"]} preemptions are the measured sign that demand passed it. (In vLLM V1 a
+preempted request frees all its blocks and later recomputes its prefill; V0 could also swap
+them to CPU memory.)
+
 **Takeaway:** the first, cheapest suggestion is a setting, and it cures: TTFT p90
 {b[0]:.2f} s → {fx[0]:.2f} s, {pct(b[2])} % → {pct(fx[2])} % of requests meeting both targets.
 """,
@@ -739,6 +799,17 @@ busy_rep = report_of("busy")
 together = busy_rep.finding("decode").evidence["slow_decoding_together_p50"]
 t = CASE_STUDIES["busy"].cure_table()
 b, ms64, f8 = row(t, 0), row(t, 1), row(t, 2)
+busy_c = CASE_STUDIES["busy"]
+busy_together_before = busy_rep.finding("decode").evidence["decoding_together_p50"]
+busy_together_after = (
+    diagnose(
+        read_requests(busy_c.requests(busy_c.fixed_deployment)),
+        slo=CASE_SLO,
+        **busy_c.fixed_deployment.diagnose_kwargs(),
+    )
+    .finding("decode")
+    .evidence["decoding_together_p50"]
+)
 case_section(
     "busy",
     "Busy: TPOT misses with chunked prefill already on",
@@ -748,13 +819,27 @@ case_section(
     "suggest it.",
     "together = busy_report.finding('decode').evidence['slow_decoding_together_p50']\n"
     f"assert round(together) == {round(together)}\n"
-    "assert busy.workload.rate == 15 and busy.deployment.engine.chunked_prefill\n",
+    "assert busy.workload.rate == 15 and busy.deployment.engine.chunked_prefill\n"
+    "# check: requests decoding together (median), before and after FP8 weights\n"
+    "busy_fp8 = diagnose(\n"
+    "    read_requests(busy.requests(busy.fixed_deployment)),\n"
+    "    slo=CASE_SLO,\n"
+    "    **busy.fixed_deployment.diagnose_kwargs(),\n"
+    ")\n"
+    'assert round(busy_report.finding("decode").evidence["decoding_together_p50"]) == '
+    f"{round(busy_together_before)}\n"
+    'assert round(busy_fp8.finding("decode").evidence["decoding_together_p50"]) == '
+    f"{round(busy_together_after)}\n",
     f"""
 **Takeaway:** the cheapest suggestion, `--max-num-seqs 64`, does what it says — TPOT p90
 {ms1(b[1])} ms → {ms1(ms64[1])} ms — and trades exactly what it warns of: the requests it keeps
 out of the batch wait in the queue: TTFT p90 {b[0]:.2f} s → {ms64[0]:.1f} s. FP8 weights
 (software) make every decode step read half the weight bytes: TPOT p90 {ms1(f8[1])} ms,
-{pct(f8[2])} % of requests meeting both targets, on the same GPU.
+{pct(f8[2])} % of requests meeting both targets, on the same GPU. That is a third of
+{ms1(b[1])} ms, not a half, because the batch shrinks too: at the same arrival rate, requests
+that decode faster leave sooner, so fewer decode together (Little's law: requests decoding
+together ≈ arrival rate × time spent decoding) — {round(busy_together_before)} at the median before,
+{round(busy_together_after)} after — and each step is cheaper again.
 """,
 )
 
@@ -819,10 +904,11 @@ tp2, rep2 = tvr["TP = 2 (1 replica)"], tvr["2 replicas, 1 GPU each"]
 md(f"""
 ## Two GPUs: tensor parallelism or a second replica?
 
-Both double the GPUs of the overloaded service. Two replicas double the throughput, but each still
-receives 10.5 requests/s, and at that load its decode batches are large and TPOT misses; TP = 2
-makes every step faster — more FLOP/s and bandwidth per step, and a bigger KV cache — so both
-TTFT and TPOT recover. With TP = 2, {pct(tp2["good_fraction"])} % of requests meet both targets;
+Both double the GPUs of the overloaded service. Two replicas double the capacity (here both choices
+serve nearly all 21 requests/s offered), but each replica still receives 10.5 requests/s, and at
+that load its decode batches are large and TPOT misses; TP = 2 makes every step faster — more FLOP/s
+and bandwidth per step, and a bigger KV cache — so both TTFT and TPOT recover. With TP = 2,
+{pct(tp2["good_fraction"])} % of requests meet both targets;
 with two replicas {pct(rep2["good_fraction"])} % (TPOT p90 {ms1(rep2["tpot_s_p90"])} ms). That is
 why the report, seeing TPOT miss as well as TTFT, lists tensor parallelism before another replica
 (both are hardware). Where only the queue misses, a replica is the cheaper cure: no all-reduce per
@@ -854,6 +940,7 @@ assert round(tp2["good_fraction"] * 100, 1) == {round(tp2["good_fraction"] * 100
 assert round(rep2["good_fraction"] * 100, 1) == {round(rep2["good_fraction"] * 100, 1)}
 assert round(rep2["tpot_s_p90"] * 1e3, 1) == {ms1(rep2["tpot_s_p90"])}
 assert t.loc["2 replicas, 1 GPU each", "tpot_s_p90"] > CASE_SLO["tpot_s"]
+assert min(tp2["served_rps"], rep2["served_rps"]) > 0.95 * overloaded.workload.rate
 tp_vs_replicas.round(4)
 """)
 md(
@@ -914,6 +1001,10 @@ assert round(sweep.loc["heavy", "tpot_s_p90"] * 1e3, 1) == {ms1(rh.tpot_s_p90)}
 assert list(sweep["within_targets"]) == {list(sweep["within_targets"])}
 assert round(verdict["capacity_rps"], 2) == {round(verdict["capacity_rps"], 2)}
 assert verdict["saturated"] is {verdict["saturated"]}
+served_share = sweep.loc["heavy", "served_rps"] / sweep.loc["heavy", "offered_rps"]
+assert round(served_share * 100) == {round(rh.served_rps / rh.offered_rps * 100)}
+mem = real_reports["heavy"].finding("memory").evidence
+assert mem["server_preemptions"] == 0 and mem["server_kv_usage"] == 0 == mem["server_running"]
 sweep.round(3)
 """)
 md(f"""
@@ -924,8 +1015,11 @@ and calls the generator fine. At the light load every target is met. At the heav
 completes {rh.served_rps:.2f} requests/s (the middle 80 % of completions), TTFT p90 is
 {rh.ttft_s_p90:.2f} s and TPOT p90 {ms1(rh.tpot_s_p90)} ms with about
 {round(hev["decoding_together_p50"])} requests decoding together — the toy's `max_num_seqs` is 16:
-`overload`. The memory step reads the scrapes (no preemptions, the cache not full) rather than
-saying *can't tell*. The sweep says less than it seems: the highest load within these targets
+`overload`. The memory step reads the scrapes rather than saying *can't tell*: the preemption
+counter did not move between the scrape before and the one after, so no request was preempted.
+Their gauges (waiting, running, KV usage: all 0) were read with the server idle, so they say
+nothing about how full the cache got under load — for that, scrape while the load runs.
+The sweep says less than it seems: the highest load within these targets
 lies between {rl.offered_rps:.2f} and {rh.offered_rps:.2f} requests/s, and since even the heavy
 load was served at {rh.served_rps / rh.offered_rps:.0%} of its offered rate (no load saturated the
 server), {rh.served_rps:.2f}/s is a lower bound on the capacity, not the capacity. A real sweep
@@ -941,8 +1035,9 @@ md("""
 ## Not enough data
 
 Twenty requests from the overloaded log — every one of them slow — are not enough to read a p90,
-and a five-request benchmark export is not either. The verdict is `not_enough_data`: the report
-says what it sees (a target missed) but names no cause, and it never says *ok*.
+and a benchmark export with five successful requests is not either. The verdict is
+`not_enough_data`: the report says what it sees (a target missed) but names no cause, and it
+never says *ok*.
 """)
 code("""
 few = pd.read_csv("../data/case_overloaded.csv").sort_values("start_ts").tail(20)
@@ -961,7 +1056,9 @@ bare = pd.read_csv(DATA / "case_kv_exhausted.csv").drop(
     columns=["scheduled_ts", "preemptions", "cached_prefix_tokens", "prefix_group"]
 )
 bare_report = diagnose(read_requests(bare), slo=CASE_SLO)
-md("""
+scrape_pre = read_scrape(DATA / "vllm_metrics_v1.txt").preemptions
+assert kv_mem["preemptions"] == 169  # the literal the cell below checks
+md(f"""
 ## When the log lacks a field — and the server's own evidence
 
 Most benchmark tools record no `scheduled_ts` and no preemptions. Drop them from the
@@ -970,7 +1067,10 @@ missing), and the report falls back to the symptom — `overload`. Two things br
 back: the deployment (the memory step then compares tokens in flight with chapter 4's KV
 capacity), or a scrape of the server's Prometheus `/metrics`, which counts preemptions and KV
 usage itself. `read_scrape` reads it with the Prometheus client's own parser and knows the names
-of vLLM V0 and V1 (`vllm:gpu_cache_usage_perc` became `vllm:kv_cache_usage_perc`).
+of vLLM V0 and V1 (`vllm:gpu_cache_usage_perc` became `vllm:kv_cache_usage_perc`). The scrape
+here is a hand-written sample of a V1 server in that state (`data/vllm_metrics_v1.txt`), not one
+recorded during this run: its {scrape_pre:g} preemptions are not the log's {kv_mem["preemptions"]}
+— with your own server, scrape during the run you diagnose.
 """)
 code("""
 bare = pd.read_csv("../data/case_kv_exhausted.csv").drop(
@@ -988,6 +1088,7 @@ assert bare_report.finding("memory").verdict == "cant_tell"
 assert bare_report.cause == "overload"
 assert with_scrape.cause == "kv_pressure" and with_deployment.cause == "kv_pressure"
 assert (scrape.waiting, scrape.kv_usage, scrape.preemptions) == (131, 0.987, 182)
+assert kv_exhausted_report.finding("memory").evidence["preemptions"] == 169  # the log's own
 with_scrape.to_frame()[["verdict", "cause", "detail"]]
 """)
 
@@ -1249,6 +1350,14 @@ md("""
   longer has them. [vllm-project/vllm](https://github.com/vllm-project/vllm).
 - vLLM CUDA graphs: 0.33.0 `vllm/config/compilation.py` (capture sizes, "capped at 512 by
   default"), `vllm/v1/cudagraph_dispatcher.py` L270-279.
+- vLLM's default step budget and chunked prefill: 0.33.0 `vllm/engine/arg_utils.py` L2973-3006
+  (`get_batch_defaults`: `vllm serve` 8,192 tokens at ≥ 70 GiB and not an A100, else 2,048);
+  0.11.0 the same file L1544-1548 ("V1 always uses chunked prefills and prefix caching for
+  non-pooling tasks"). V0's default: chunked prefill only for `max_model_len` above 32k tokens.
+- FP8 checkpoints in vLLM: `vllm/model_executor/layers/quantization/fp8.py`,
+  `Fp8Config.get_quant_method` — `Fp8LinearMethod` for the linear layers, `Fp8KVCacheMethod`
+  (the KV cache's scales) for attention: the attention itself is not an FP8 matmul unless the KV
+  cache is FP8 and the attention backend computes in it.
 - Benchmark tools' throughput windows: GenAI-Perf 0.0.16
   `genai_perf/profile_data_parser/llm_profile_data_parser.py` L230; AIPerf 0.13.0
   `aiperf/metrics/types/benchmark_duration_metric.py`; vLLM 0.33.0 `vllm/benchmarks/serve.py`
@@ -1286,5 +1395,10 @@ nb.cells = cells
 nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
 nb.metadata["language_info"] = {"name": "python"}
 out = ROOT / "notebooks" / "07_troubleshooting.ipynb"
+if out.exists():  # keep the cell ids of the notebook it rewrites, cell for cell
+    before = nbformat.read(out, as_version=4).cells
+    if [c.cell_type for c in before] == [c.cell_type for c in cells]:
+        for old, new in zip(before, cells, strict=True):
+            new["id"] = old["id"]
 nbformat.write(nb, out)
 print(f"wrote {out}: {len(cells)} cells")
