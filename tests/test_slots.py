@@ -23,7 +23,7 @@ from llminfer.sim.simulate import EngineConfig
 PREFILL_S, TPOT_S, OUTPUT = 0.15, 0.02, 64
 
 
-def lockstep_log(seed: int, users: int = 8, rounds: int = 10) -> pd.DataFrame:
+def lockstep_log(seed: int, users: int = 8, rounds: int = 10, pause_s: float = 0.0):
     """``users`` send together each round; the server prefills them one after another (in
     arrival order) and decodes them in one batch, so they all finish together and the next round
     starts at once: a closed loop in step, never more in flight than ``users``."""
@@ -35,7 +35,7 @@ def lockstep_log(seed: int, users: int = 8, rounds: int = 10) -> pd.DataFrame:
         first = np.maximum.accumulate(starts) + np.cumsum(prefill)
         end = first[-1] + OUTPUT * TPOT_S
         rows += [(s, f, end) for s, f in zip(starts, first, strict=True)]
-        t = end
+        t = end + pause_s
     return _frame(rows)
 
 
@@ -183,9 +183,9 @@ def test_cli_server_kind_and_parallel(tmp_path, capsys):
 def test_an_open_loop_or_unknown_slots_is_never_lockstep():
     log = lockstep_log(0)
     assert "lockstep_prefill" not in causes(diagnose(log))  # slots unknown
-    spread = log.assign(start_ts=log["start_ts"] + 0.05)  # arrivals not at the ends
-    report = diagnose(spread, engine=parse_engine("parallel=8"))
-    assert "lockstep_prefill" not in causes(report)
+    bursts = lockstep_log(0, pause_s=0.5)  # bursts on their own clock, not as answers end
+    report = diagnose(bursts, engine=parse_engine("parallel=8"))
+    assert "ttft" in report.missed and "lockstep_prefill" not in causes(report)
 
 
 def test_a_closed_loop_without_slots_asks_for_them():
