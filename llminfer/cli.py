@@ -288,6 +288,7 @@ _ENGINE_KEYS = {
     "chunked_prefill": bool,
     "prefix_caching": bool,
     "max_num_seqs": int,
+    "parallel": int,
     "max_num_batched_tokens": int,
     "chunk": int,
     "gpu_memory_utilization": float,
@@ -302,7 +303,8 @@ _FALSE = {"off": False, "false": False, "0": False, "no": False}
 def parse_engine(text: str):
     """``"chunked_prefill=on,chunk=2048,max_num_seqs=256,gpu_memory_utilization=0.9"`` → an
     ``EngineConfig`` (names as in vLLM without the dashes; ``chunk`` is short for
-    ``max_num_batched_tokens``; booleans on/off). Settings not named keep vLLM V0-like values
+    ``max_num_batched_tokens``, ``parallel`` (llama.cpp's slots) for ``max_num_seqs``; booleans
+    on/off). Settings not named keep vLLM V0-like values
     (chunked prefill and prefix caching off, 256 sequences, 8,192 tokens per step).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
@@ -335,7 +337,8 @@ def parse_engine(text: str):
                 f"--engine {part!r}: {name} must be "
                 + {bool: "on or off", int: "a whole number", float: "a number", str: "a word"}[kind]
             ) from None
-        values["max_num_batched_tokens" if name == "chunk" else name] = parsed
+        alias = {"chunk": "max_num_batched_tokens", "parallel": "max_num_seqs"}
+        values[alias.get(name, name)] = parsed
     try:
         return EngineConfig(**values)
     except ValueError as exc:
@@ -371,6 +374,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         weight_dtype=args.weight_dtype,
         kv_dtype=args.kv_dtype,
         server=server,
+        engine_kind=args.server_kind,
     )
     if args.json:
         print(json.dumps({"source": str(log.source), **report.to_dict()}, indent=2))
@@ -419,7 +423,8 @@ def register_diagnose(subparsers) -> None:
     parser.add_argument(
         "--engine",
         help="engine settings, e.g. chunked_prefill=on,chunk=2048,max_num_seqs=256,"
-        "gpu_memory_utilization=0.9 (unknown if omitted: suggestions then say 'if')",
+        "gpu_memory_utilization=0.9; parallel=N for llama-server's slots (max_num_seqs is the "
+        "slot count) (unknown if omitted: suggestions then say 'if')",
     )
     parser.add_argument(
         "--metrics",
@@ -428,6 +433,11 @@ def register_diagnose(subparsers) -> None:
         help="a saved /metrics scrape of vLLM, llama-server (--metrics) or SGLang "
         "(--enable-metrics) (curl -s HOST:8000/metrics > scrape.txt), or its http:// URL, read "
         "now; give it twice (before and after the run) to count preemptions during the run",
+    )
+    parser.add_argument(
+        "--server-kind",
+        choices=["vllm", "llamacpp", "sglang"],
+        help="whose flags the suggestions use (default: the engine --metrics names, else vllm)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=_diagnose)

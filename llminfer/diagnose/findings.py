@@ -31,6 +31,11 @@ CAUSES = {
     "overload": "more load than the deployment serves within the targets: arrivals above the "
     "service rate (the queue grows), or so many requests decoding together that every step is "
     "too slow for the TPOT target",
+    "lockstep_prefill": "requests sent together (a closed loop's users in step) wait for each "
+    "other's prefill, not for a slot: no more requests are in flight than the server has slots, "
+    "and TTFT is a few single prefills — the load generator's rhythm, not overload",
+    "slot_queue": "more requests in flight than the server has slots (max_num_seqs, llama.cpp "
+    "--parallel): the extra ones wait for a free slot and the queue grows",
     "head_of_line": "requests wait behind long prompts being prefilled ahead of them, although "
     "the server keeps up on average",
     "interference": "other requests' prefills stall the decode steps they share: TPOT follows "

@@ -54,6 +54,16 @@ def prefill_step(obs: Observations) -> Finding:
             n_gpus=obs.n_gpus,
         )
         evidence["estimated_prefill_at_p90_prompt_s"] = estimate.ttft_s
+    if obs.lockstep is not None:
+        evidence["single_prefill_s"] = obs.lockstep["single_prefill_s"]
+        return Finding(
+            "prefill",
+            "ok",
+            evidence,
+            f"one prefill alone takes {evidence['single_prefill_s']:.3g} s, within the target: "
+            "TTFT is the prefill of requests sent together (see queueing)",
+            **common,
+        )
     if obs.own is None:
         if "ttft" in obs.missed:
             return Finding(

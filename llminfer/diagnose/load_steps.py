@@ -241,6 +241,10 @@ def queueing_step(obs: Observations) -> Finding:
         if wait is not None and evidence["stage_p90_s"] > STAGE_SHARE * target:
             text += f", though waiting already takes {evidence['stage_p90_s']:.3g} s (p90)"
         return Finding("queueing", "ok", evidence, text, **common)
+    if obs.lockstep is not None:
+        return _lockstep(obs, evidence, common)
+    if obs.slot_limited and (wait is None or evidence["share_of_slow_requests"] > STAGE_SHARE):
+        return _overload_queue(obs, evidence, common, f"({how})" if how else "")
     if wait is None:
         if not over.empty:
             how = "(no scheduled_ts: inferred from the waiting count)"
@@ -294,8 +298,41 @@ def queueing_step(obs: Observations) -> Finding:
     return _overload_queue(obs, evidence, common, f"({how})")
 
 
+def _lockstep(obs: Observations, evidence: dict, common: dict) -> Finding:
+    lock = obs.lockstep
+    evidence.update(lock)
+    target = obs.slo["ttft_s"]
+    return Finding(
+        "queueing",
+        "problem",
+        evidence,
+        f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target, but no request waited "
+        f"for a slot: at most {lock['in_flight_peak']} requests were in flight on "
+        f"{lock['slots']} slots. Requests sent together wait for each other's prefill "
+        f"(lockstep, as a closed loop's users in step): TTFT p50 {lock['ttft_p50_s']:.3g} s is "
+        f"{lock['ttft_p50_in_single_prefills']:.1f}× one prefill alone "
+        f"({lock['single_prefill_s']:.3g} s) — not overload",
+        cause="lockstep_prefill",
+        suggestions=obs.suggestions("lockstep_prefill"),
+        **common,
+    )
+
+
 def _overload_queue(obs: Observations, evidence: dict, common: dict, how: str) -> Finding:
     target = obs.slo["ttft_s"]
+    if obs.slot_limited:
+        evidence.update({"in_flight_peak": obs.in_flight_peak, "slots": obs.slots})
+        return Finding(
+            "queueing",
+            "problem",
+            evidence,
+            f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target: up to "
+            f"{obs.in_flight_peak} requests were in flight on {obs.slots} slots, so the rest "
+            f"waited for a free slot {how}: a slot queue",
+            cause="slot_queue",
+            suggestions=obs.suggestions("slot_queue"),
+            **common,
+        )
     where = (
         f"in window {evidence['window']} requests arrive at "
         f"{evidence['window_arrival_rps']:.3g}/s, more than are served: the queue grows from "
@@ -338,6 +375,16 @@ def saturation_step(obs: Observations) -> Finding:
             "all requests arrived at once (a batch, or a closed loop logged without arrival "
             "times): arrivals say nothing about capacity; sweep the load instead (chapter 3)",
             missing=("arrivals spread over time",),
+            **common,
+        )
+    if obs.lockstep is not None:
+        evidence.update(obs.lockstep)
+        return Finding(
+            "saturation",
+            "ok",
+            evidence,
+            f"no more requests in flight ({obs.in_flight_peak}) than slots ({obs.slots}): "
+            "arrivals follow completions (a closed loop), nothing queues for a slot",
             **common,
         )
     over = obs.overloaded_windows()

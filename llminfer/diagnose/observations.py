@@ -19,12 +19,19 @@ import numpy as np
 import pandas as pd
 
 from llminfer.diagnose.findings import Finding
-from llminfer.diagnose.procedure import ALONE_MIN
+from llminfer.diagnose.procedure import (
+    ALONE_MIN,
+    CLOSED_LOOP_GAP_S,
+    CLOSED_LOOP_SHARE,
+    LOCKSTEP_SINGLE_PERCENTILE,
+)
 from llminfer.diagnose.scrape import ServerMetrics
 from llminfer.diagnose.signals import (
+    closed_loop_share,
     completion_rate,
     decode_stalls,
     decoding_together,
+    in_flight_peak,
     overlapping_prefill_tokens,
     time_windows,
     work_ahead,
@@ -80,6 +87,7 @@ class Observations:
     weight_dtype: str
     kv_dtype: str
     server: ServerMetrics | None
+    engine_kind: str = "vllm"
 
     def __post_init__(self) -> None:
         m, ok = self.m, self.ok
@@ -122,6 +130,51 @@ class Observations:
         self.own = self._own_prefill()
         stalls = decode_stalls(self.log.requests, m, STALL_FACTOR)
         self.stalls = None if stalls is None else stalls[ok]
+        self.in_flight_peak = in_flight_peak(m)
+        self.closed_loop_share = closed_loop_share(m, CLOSED_LOOP_GAP_S)
+        self.slots = None if self.engine is None else int(self.engine.max_num_seqs)
+        self.lockstep = self._lockstep()
+
+    @property
+    def closed_loop(self) -> bool:
+        """Requests arrive as others end (``CLOSED_LOOP_SHARE``): the load is a closed loop of
+        ``in_flight_peak`` users."""
+        return self.closed_loop_share >= CLOSED_LOOP_SHARE
+
+    @property
+    def slot_limited(self) -> bool:
+        """A closed loop of more users than the server has slots: some wait for a slot."""
+        return self.slots is not None and self.closed_loop and self.in_flight_peak > self.slots
+
+    def _lockstep(self) -> dict | None:
+        """Evidence that TTFT misses because requests sent together wait for each other's
+        prefill (a closed loop in step), not for a slot: the slots are known, no more requests
+        are ever in flight than there are slots in a closed loop, most requests arrive with
+        others' prefill ahead of them, and a request with nobody ahead (one prefill alone) meets
+        the TTFT target. None otherwise."""
+        target = self.slo["ttft_s"]
+        if "ttft" not in self.missed or self.slots is None or not self.closed_loop:
+            return None
+        if self.in_flight_peak > self.slots or not finite_percentile(self.ahead_count, 50) >= 1:
+            return None
+        alone = self.ahead_count < 1
+        single = (
+            finite_percentile(self.ttft[alone], 50)
+            if alone.sum() >= 3
+            else finite_percentile(self.ttft, LOCKSTEP_SINGLE_PERCENTILE)
+        )
+        if not single < target or not single > 0:
+            return None
+        p50 = self.percentile(self.ttft, 50)
+        return {
+            "in_flight_peak": self.in_flight_peak,
+            "slots": self.slots,
+            "closed_loop_share": self.closed_loop_share,
+            "single_prefill_s": single,
+            "ttft_p50_s": p50,
+            "ttft_p50_in_single_prefills": p50 / single,
+            "ahead_at_arrival_p50": finite_percentile(self.ahead_count, 50),
+        }
 
     def percentile(self, values: np.ndarray, q: float) -> float:
         """``finite_percentile(values, q)``, worked out once per array and ``q``: the steps
@@ -145,6 +198,8 @@ class Observations:
             kv_dtype=self.kv_dtype,
             tpot_misses="tpot" in self.missed,
             decoding_p50=self.percentile(self.decoding, 50),
+            engine_kind=self.engine_kind,
+            slot_limited=self.n_ok >= 3 and self.slot_limited,
         )
 
     def _own_prefill(self) -> np.ndarray | None:

@@ -52,6 +52,15 @@ PREFILL_CONCENTRATION = 1.5
 #: prefill did.
 STALL_SHARE_OF_MISS = 0.5
 STALLS_IN_PREFILL_SHARE = 0.5
+#: A closed loop: at least ``CLOSED_LOOP_SHARE`` of the requests that arrive after some request
+#: ended arrive within ``CLOSED_LOOP_GAP_S`` of an end (a user sends again as its answer ends).
+#: Only then are the requests in flight the users, and slots against users mean anything: an
+#: open loop's queue grows past any slot count when it is overloaded (cause ``overload``).
+CLOSED_LOOP_GAP_S = 0.01
+CLOSED_LOOP_SHARE = 0.8
+#: Lockstep prefill: when fewer than three requests had nobody ahead of them, one prefill alone
+#: is read as this percentile of TTFT (the first of each group sent together).
+LOCKSTEP_SINGLE_PERCENTILE = 10
 #: Requests with fewer requests ahead of them than this count as having arrived to no queue.
 ALONE_MIN = 10
 #: The quietest requests of a log count as "low load" only when the batch adds at most this
@@ -97,7 +106,10 @@ def procedure_table() -> pd.DataFrame:
             "queue growth per window",
             f"if {stage}: overload when a window's queue grows (arrivals > service rate), "
             f"head_of_line when the server keeps up and the prompts ahead of the slow requests "
-            f"average ≥ {LONG_PROMPT_SPREAD:g}× the median prompt",
+            f"average ≥ {LONG_PROMPT_SPREAD:g}× the median prompt; with the slots known and a "
+            f"closed loop (≥ {CLOSED_LOOP_SHARE:.0%} of arrivals within "
+            f"{CLOSED_LOOP_GAP_S * 1000:g} ms of an end): lockstep_prefill when in flight ≤ "
+            "slots and one prefill alone meets the target, slot_queue when in flight > slots",
             MIN_REQUESTS,
         ),
         "prefill": (

@@ -49,11 +49,15 @@ from llminfer.diagnose.load_steps import (
 from llminfer.diagnose.observations import Observations
 from llminfer.diagnose.procedure import DEFAULT_SLO, MIN_REQUESTS
 from llminfer.diagnose.scrape import ServerMetrics, combine
+from llminfer.diagnose.suggestions import ENGINE_KINDS
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.schema import RequestLog
 from llminfer.sim.simulate import EngineConfig
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+
+#: ``ServerMetrics.engine`` → ``engine_kind``.
+_SCRAPED_KINDS = {"vLLM": "vllm", "llama.cpp": "llamacpp", "SGLang": "sglang"}
 
 
 def diagnose(
@@ -67,6 +71,7 @@ def diagnose(
     kv_dtype: str = "bf16",
     replicas: int = 1,
     server: ServerMetrics | Sequence[ServerMetrics] | None = None,
+    engine_kind: str | None = None,
 ) -> Diagnosis:
     """Run chapter 7's troubleshooting procedure on a request log.
 
@@ -77,6 +82,11 @@ def diagnose(
       ``replicas``; suggestions never propose what is already on. None = unknown.
     - ``slo`` maps ``ttft_s``/``tpot_s`` to p90 targets in seconds (default ``DEFAULT_SLO``).
     - ``server``: one or more ``llminfer.diagnose.scrape.read_scrape`` results (vLLM ``/metrics``).
+    - ``engine_kind``: whose flags the suggestions use, ``"vllm"``, ``"llamacpp"`` or
+      ``"sglang"`` (``suggestions.ENGINE_KINDS``); None = the engine the ``server`` scrape names,
+      else vLLM. ``engine.max_num_seqs`` is the server's slot count (llama.cpp ``--parallel``):
+      with it the queueing step tells requests waiting for a slot (``slot_queue``) from
+      requests sent together waiting for each other's prefill (``lockstep_prefill``).
 
     Returns a ``Diagnosis`` (``verdict``, ``cause``, ``headline``, one finding per ``STEPS``).
 
@@ -97,6 +107,10 @@ def diagnose(
             raise ValueError(f"{name}={value!r} must be a whole number ≥ 1")
     if server is not None and not isinstance(server, ServerMetrics):
         server = combine(server)
+    if engine_kind is None:
+        engine_kind = _SCRAPED_KINDS.get(server.engine if server is not None else "", "vllm")
+    if engine_kind not in ENGINE_KINDS:
+        raise ValueError(f"engine_kind={engine_kind!r} must be one of {', '.join(ENGINE_KINDS)}")
     targets = dict(DEFAULT_SLO)
     for key, value in (slo or {}).items():
         if key not in ("ttft_s", "tpot_s", "e2e_s"):
@@ -116,7 +130,7 @@ def diagnose(
     ok = (m["status"] == "ok").to_numpy() & np.isfinite(m["ttft_s"].to_numpy(float))
     obs = Observations(
         log, m, ok, targets, model, gpu, engine, int(n_gpus), int(replicas), weight_dtype,
-        kv_dtype, server,
+        kv_dtype, server, engine_kind,
     )  # fmt: skip
     if obs.n_ok < 3:
         obs.windows = pd.DataFrame()
@@ -136,6 +150,12 @@ def diagnose(
         notes.append("(pass model= and gpu= to compare with the memory budget and the floors)")
     if engine is None:
         notes.append("(engine settings unknown: suggestions that depend on them say 'if')")
+        if obs.n_ok >= 3 and obs.closed_loop:
+            notes.append(
+                f"(a closed loop of {obs.in_flight_peak} users: give the server's slots, "
+                "engine max_num_seqs or --engine parallel=N, to tell requests sent together "
+                "from a queue for slots)"
+            )
     return Diagnosis(findings, targets, notes, missed=dict(obs.missed))
 
 

@@ -479,3 +479,41 @@ def decode_stalls(requests: pd.DataFrame, m: pd.DataFrame, factor: float) -> pd.
     out.attrs["median_gap_s"] = median
     out.attrs["p99_gap_s"] = float(np.percentile(gaps, 99))
     return out
+
+
+def in_flight_peak(m: pd.DataFrame) -> int:
+    """The most requests in flight at once (between ``start_ts`` and ``end_ts``, failed ones
+    too; a request ending at the instant another starts is not counted with it, so a closed
+    loop of N users peaks at N).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    start = m["start_ts"].to_numpy(float)
+    end = m["end_ts"].to_numpy(float)
+    keep = np.isfinite(start)
+    start, end = start[keep], np.where(np.isfinite(end[keep]), end[keep], np.inf)
+    if not start.size:
+        return 0
+    times = np.concatenate([start, end])
+    steps = np.concatenate([np.ones(start.size), -np.ones(end.size)])
+    order = np.lexsort((steps, times))  # at a tie the end (-1) comes first
+    return int(np.cumsum(steps[order]).max())
+
+
+def closed_loop_share(m: pd.DataFrame, gap_s: float) -> float:
+    """Of the requests that arrived after some request ended, the share that arrived within
+    ``gap_s`` seconds of an end: near 1 in a closed loop (each user sends its next request when
+    its last one ends), small for arrivals on their own clock (open loop). NaN when no request
+    arrived after an end.
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    start = m["start_ts"].to_numpy(float)
+    end = np.sort(m["end_ts"].to_numpy(float))
+    end = end[np.isfinite(end)]
+    start = start[np.isfinite(start)]
+    i = np.searchsorted(end, start, side="right") - 1
+    after = i >= 0
+    if not after.any():
+        return float("nan")
+    return float(np.mean(start[after] - end[i[after]] <= gap_s))

@@ -1,6 +1,8 @@
 """What to change for each cause ``diagnose`` names, what each change costs, and what it trades.
 
-Every suggestion is a setting of a modern engine (vLLM names) or of the deployment — not
+Every suggestion is a setting of a modern engine or of the deployment, in the flags of the
+engine named by ``Setup.engine_kind`` (``ENGINE_KINDS``: vLLM, the default; llama.cpp's
+llama-server — slots, threads, batch sizes, GGUF quantisation types; SGLang) — not
 continuous batching or PagedAttention, which every current engine already has. A suggestion is
 left out when the deployment already has it (chunked prefill on, KV cache already FP8, ...);
 when the engine's settings are unknown, a suggestion that depends on them says "if" instead.
@@ -13,7 +15,7 @@ comes first. Try them in that order, one change at a time, and measure after eac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llminfer.sim.simulate import EngineConfig
 
@@ -29,6 +31,20 @@ COSTS = {
     "accuracy to re-check",
     "hardware": "more GPUs (or a second pool of them)",
 }
+#: The engines whose flags ``suggest`` speaks: vLLM (the default), llama.cpp's llama-server and
+#: SGLang. ``scrape.ServerMetrics.engine`` names them as ``vLLM``, ``llama.cpp``, ``SGLang``.
+ENGINE_KINDS = ("vllm", "llamacpp", "sglang")
+#: vLLM flag → SGLang's (``python -m sglang.launch_server --help``, 0.5).
+SGLANG_FLAGS = {
+    "--tensor-parallel-size": "--tp",
+    "--max-num-seqs": "--max-running-requests",
+    "--max-num-batched-tokens": "--chunked-prefill-size",
+    "--gpu-memory-utilization": "--mem-fraction-static",
+    "--kv-cache-dtype fp8": "--kv-cache-dtype fp8_e5m2",
+}
+#: vLLM suggestions SGLang has no flag for, or has on by default: chunked prefill
+#: (``--chunked-prefill-size`` sets it), prefix caching (RadixAttention), the per-request cap.
+_SGLANG_DROPS = {"enable_chunked_prefill", "prefix_caching", "long_prefill_threshold"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,14 @@ class Setup:
     kv_dtype: str = "bf16"
     tpot_misses: bool = False
     decoding_p50: float = float("nan")
+    engine_kind: str = "vllm"
+    slot_limited: bool = False
+
+    def __post_init__(self) -> None:
+        if self.engine_kind not in ENGINE_KINDS:
+            raise ValueError(
+                f"engine_kind={self.engine_kind!r} must be one of {', '.join(ENGINE_KINDS)}"
+            )
 
 
 def _replica(s: Setup) -> Suggestion:
@@ -223,6 +247,142 @@ def _prefix_caching(s: Setup) -> Suggestion | None:
     )
 
 
+def _more_slots(s: Setup) -> Suggestion:
+    e = s.engine
+    now = e.max_num_seqs if e is not None else None
+    more = f"{now} → {2 * now}" if now else "raised from its current value"
+    if s.engine_kind == "llamacpp":
+        return Suggestion(
+            "more_slots",
+            f"more slots (llama-server --parallel {more}; raise -c with it: the context is "
+            "split between the slots)",
+            "each slot's context is -c / --parallel, and more requests decode together: "
+            "TPOT rises a little; requests stop waiting for a free slot",
+        )
+    flag = "--max-running-requests" if s.engine_kind == "sglang" else "--max-num-seqs"
+    return Suggestion(
+        "more_slots",
+        f"more slots ({flag} {more})",
+        "more requests decode together (TPOT rises) and share the KV cache; requests stop "
+        "waiting for a free slot",
+    )
+
+
+def _stagger() -> Suggestion:
+    return Suggestion(
+        "stagger_arrivals",
+        "measure with arrivals spread out (an open-loop rate, or users started at staggered "
+        "times): a closed loop whose users start together keeps sending their prompts in one "
+        "burst",
+        "nothing on the server; the figures then describe the traffic the service will see",
+        "03_metrics",
+    )
+
+
+def _cpp_threads() -> Suggestion:
+    return Suggestion(
+        "threads",
+        "set llama-server --threads (decode) and --threads-batch (prompt) to the physical "
+        "cores (default: all logical ones on some builds); on a GPU offload all layers (-ngl 99)",
+        "cores other processes on the machine could use",
+    )
+
+
+def _cpp_batch(bigger: bool) -> Suggestion:
+    if bigger:
+        return Suggestion(
+            "batch_size",
+            "raise llama-server's batch sizes (-b 2048 -ub 512 or more, ub ≤ b) so prompts "
+            "prefill in fewer, larger batches",
+            "memory for the larger compute buffers; decodes wait longer behind a prompt batch",
+        )
+    return Suggestion(
+        "batch_size",
+        "lower llama-server's batch sizes (-b / -ub, e.g. 512 / 256) so a long prompt is "
+        "prefilled in smaller pieces between the other slots' decode steps",
+        "the long prompts' own TTFT rises a little (more, smaller batches)",
+    )
+
+
+def _cpp_quant(s: Setup) -> Suggestion | None:
+    if s.weight_dtype in ("int4", "fp4", "nvfp4"):
+        return None
+    return Suggestion(
+        "quantise_weights",
+        f"a more quantised GGUF ({s.weight_dtype} → Q8_0, or Q4_K_M: about a quarter of the "
+        "bytes of bf16)",
+        "accuracy to re-check on your task; fewer bytes read per decode step and more room "
+        "for the KV cache",
+        cost="software",
+    )
+
+
+def _cpp_kv(s: Setup) -> Suggestion | None:
+    if s.kv_dtype in _NARROW:
+        return None
+    return Suggestion(
+        "kv_cache_q8",
+        "quantise the KV cache (llama-server --cache-type-k q8_0 --cache-type-v q8_0, with -fa on)",
+        "a small accuracy risk; twice the tokens fit in the same memory",
+        "04_memory_budget",
+    )
+
+
+def _cpp_draft() -> Suggestion:
+    return Suggestion(
+        "speculative_decoding",
+        "speculative decoding with a small draft GGUF of the same family (llama-server -md)",
+        "the draft's memory and compute; pays with few slots busy",
+        cost="software",
+    )
+
+
+def _cpp_replica() -> Suggestion:
+    return Suggestion(
+        "add_replica",
+        "another llama-server on its own GPU or machine behind the load balancer",
+        "a second machine or GPU; each server sees a smaller share of the load",
+        cost="hardware",
+    )
+
+
+def _suggest_llamacpp(cause: str, s: Setup, detail: str) -> list[Suggestion | None]:
+    slots = [_more_slots(s)] if s.slot_limited else []
+    if cause == "lockstep_prefill":
+        return [_stagger(), _cpp_batch(True), _cpp_threads(), _cpp_quant(s)]
+    if cause in ("overload", "slot_queue"):
+        if cause == "slot_queue" and not slots:
+            slots = [_more_slots(s)]
+        return [*slots, _cpp_threads(), _cpp_batch(True), _cpp_quant(s), _cpp_replica()]
+    if cause == "kv_pressure":
+        fewer = Suggestion(
+            "lower_max_num_seqs",
+            "fewer slots (llama-server --parallel) or a larger -c, so each slot holds its "
+            "requests' context",
+            "fewer requests run at once: the queue (TTFT) grows under the same load",
+        )
+        return [_cpp_kv(s), fewer, _cpp_quant(s)]
+    if cause in ("head_of_line", "interference"):
+        return [_cpp_batch(False), _separate_long() if cause == "head_of_line" else None]
+    if cause == "too_slow":
+        if detail == "ttft":
+            return [_cpp_threads(), _cpp_batch(True), _cpp_quant(s)]
+        return [_cpp_threads(), _cpp_quant(s), _cpp_kv(s), _cpp_draft()]
+    raise ValueError(f"cause={cause!r} is not one of llminfer.diagnose.findings.CAUSES")
+
+
+def _for_sglang(out: list[Suggestion | None]) -> list[Suggestion]:
+    fitted = []
+    for sug in out:
+        if sug is None or sug.key in _SGLANG_DROPS:
+            continue
+        action = sug.action
+        for old, new in SGLANG_FLAGS.items():
+            action = action.replace(old, new)
+        fitted.append(replace(sug, action=action))
+    return fitted
+
+
 def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggestion, ...]:
     """The changes worth trying for ``cause`` (see ``llminfer.diagnose.findings.CAUSES``),
     cheapest first (``COSTS``: settings, then software, then hardware; within a tier the likeliest
@@ -233,7 +393,13 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
     """
     if cause is None or cause in ("failures", "unexplained"):
         return ()
-    if cause == "overload":
+    if setup.engine_kind == "llamacpp":
+        out = _suggest_llamacpp(cause, setup, detail)
+    elif cause == "lockstep_prefill":
+        out = [_stagger(), _chunked_on(setup), _prefix_caching(setup), _tp(setup)]
+    elif cause == "slot_queue":
+        out = [_more_slots(setup), _memory_utilization(setup), _replica(setup), _tp(setup)]
+    elif cause == "overload":
         # Two replicas double throughput; TP = 2 also shortens every step. When TPOT misses too,
         # the load each replica would still carry keeps TPOT high: TP first.
         scale = (
@@ -244,6 +410,8 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
                 _tp(setup),
             ]
         )
+        if setup.slot_limited:
+            scale.insert(0, _more_slots(setup))
         rest = [_quantise(setup)]
         if detail == "tpot":
             rest.append(_fewer_seqs(setup, "to cap the batch that sets TPOT"))
@@ -284,6 +452,8 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
             ]
     else:
         raise ValueError(f"cause={cause!r} is not one of llminfer.diagnose.findings.CAUSES")
+    if setup.engine_kind == "sglang":
+        out = _for_sglang(out)
     kept = [s for s in out if s is not None]
     rank = list(COSTS)
     return tuple(sorted(kept, key=lambda s: rank.index(s.cost)))  # stable: order within a tier
