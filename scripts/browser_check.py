@@ -209,9 +209,13 @@ def agrees(shown: dict, value) -> bool:
     """Does a control's shown state stand for ``value`` (what the kernel computed with)?"""
     if shown["kind"] == "checkbox":
         return shown["checked"] == bool(value)
-    text = (shown.get("text") or "").replace(",", "").strip()
+
+    def plain(text: str) -> str:  # the page writes a select's spaces as no-break spaces
+        return text.replace("\xa0", " ").replace(",", "").strip()
+
+    text = plain(shown.get("text") or "")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return text == str(value)
+        return text == plain(str(value))
     try:
         number = float(text)
     except ValueError:

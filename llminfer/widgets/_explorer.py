@@ -234,6 +234,17 @@ class Explorer(ABC):
             return f"{len(bad)} of {len(result)} rows do not fit" + (f": {first}" if first else "")
         return ""
 
+    def _shown_as(self, values: dict) -> dict:
+        """``values`` as the controls show them: a dropdown whose options are (label, value)
+        pairs shows the label, so the browser test compares the label."""
+        shown = {}
+        for name, value in values.items():
+            control = self.controls.get(name)
+            label = getattr(control, "label", None)
+            labelled = isinstance(control, W.Dropdown) and isinstance(label, str)
+            shown[name] = label if labelled and label != str(value) else value
+        return shown
+
     def update(self) -> None:
         """Recompute the result from the controls and refresh summary and picture."""
         start = time.perf_counter()
@@ -241,7 +252,7 @@ class Explorer(ABC):
         ready = self._ready_picture(self._key(values))
         if ready is not None:
             self._image.value = ready  # made ahead: shown before the result is recomputed
-        self._computed.value = html.escape(json.dumps(values, default=str))
+        self._computed.value = html.escape(json.dumps(self._shown_as(values), default=str))
         try:
             self.result = self.compute(**values)
             self.error = None
