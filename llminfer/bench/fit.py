@@ -12,9 +12,13 @@ llama.cpp's kernels beat it, so a fraction fitted against it sticks at 1 and the
 The timings only ever see the product ``efficiency × peak``. So by default the fit sets the
 matmul, attention and bandwidth efficiencies to 1 and fits the *effective* peaks themselves
 (``"peak_flops"`` for the weights' compute format, ``"memory_bandwidth"``), unbounded above,
-with the fixed cost per layer per step (``"layer_overhead_s"``) — three constants, which a
-sweep of three loads (six p50s) pins. Any other ``StepModel`` constant may be named in ``fit=``
-(fractions stay fractions, through a logit), e.g. for a GPU whose peaks are known.
+with the fixed cost per layer per step (``"layer_overhead_s"``), the GEMM padding
+(``"matmul_pad_tokens"``) and the KV read rate as a fraction of the fitted bandwidth
+(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — five constants from the six
+p50s of a sweep of three loads: few degrees of freedom left, so the held-out loads are the
+test. Any other ``StepModel`` constant may be named in ``fit=`` (fractions stay fractions,
+through a logit, fitted from at most 0.5 so a start at the bound can move), e.g. for a GPU
+whose peaks are known.
 """
 
 from __future__ import annotations
@@ -35,8 +39,18 @@ from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 from llminfer.specs.stepmodel import StepModel, get_profile
 
-#: What ``fit_to_sweep`` fits unless told otherwise: the effective peaks and the fixed cost.
-SWEEP_FIT = ("peak_flops", "memory_bandwidth", "layer_overhead_s")
+#: What ``fit_to_sweep`` fits unless told otherwise: the effective peaks, the fixed cost per
+#: layer per step, the GEMM padding (how much more a batch of 8 costs than 1) and the KV read
+#: rate as a fraction of the fitted bandwidth (the per-sequence cost of a decode step: on the
+#: toy server and llama-server on a CPU a decode step's time grows almost in proportion to the
+#: batch, which the weight-streaming terms alone cannot give).
+SWEEP_FIT = (
+    "peak_flops",
+    "memory_bandwidth",
+    "layer_overhead_s",
+    "matmul_pad_tokens",
+    "kv_bandwidth_efficiency",
+)
 #: The metrics a sweep is fitted on, columns of ``sweep_server``'s table.
 SWEEP_METRICS = ("ttft_s_p50", "tpot_s_p50")
 _GPU_FIT = ("peak_flops", "memory_bandwidth")
@@ -67,6 +81,7 @@ def fit_to_sweep(
     start: str | StepModel = "pytorch",
     metrics: Sequence[str] = SWEEP_METRICS,
     iterations: int = 40,
+    tol: float = 1e-6,
     **simulate_kwargs,
 ) -> GPU:
     """Fit the step model so ``simulate_sweep`` reproduces a measured sweep; returns the GPU.
@@ -80,6 +95,7 @@ def fit_to_sweep(
     nominal machine: ``measure_machine()``, or a data sheet); ``start``: the engine profile the
     other constants come from. ``fit``: ``SWEEP_FIT`` (see the module docstring: effective
     peaks, efficiencies set to 1) or any ``StepModel`` constants, with or without the two peaks.
+    The fit stops after ``iterations`` or once the mean squared log error is at most ``tol``.
 
     Returns ``gpu`` with the fitted peaks and ``step_model`` (its ``source`` says what it was
     fitted on): ``simulate_sweep(workload, concurrencies=[...], model=model, gpu=fitted,
@@ -149,9 +165,13 @@ def fit_to_sweep(
         elif name == "memory_bandwidth":
             x0.append(math.log(gpu.memory_bandwidth))
         else:
-            x0.append(_to_free(name, getattr(base, name) or 1e-5))
+            value = getattr(base, name) or 1e-5
+            if name in _UNIT_EFFICIENCY:  # a fraction fitted from the middle, not from its bound
+                value = min(value, 0.5)
+            x0.append(_to_free(name, value))
     # a step of 1e-3 in log space: p50s of a discrete-event run move in small jumps
-    x = levenberg_marquardt(residuals, np.array(x0), iterations, h=1e-3)
+    # and a fit within 0.1 % rms (tol: mean squared log error) is as good as timings get
+    x = levenberg_marquardt(residuals, np.array(x0), iterations, h=1e-3, tol=tol * measured.size)
     chip, sm = build(x)
     error = float(np.sqrt(np.mean(residuals(x) ** 2)))
     sm = replace(

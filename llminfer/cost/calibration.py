@@ -203,12 +203,13 @@ def _from_free(name: str, x: float) -> float:
 
 
 def levenberg_marquardt(
-    residuals, x: np.ndarray, iterations: int = 200, h: float = 1e-6
+    residuals, x: np.ndarray, iterations: int = 200, h: float = 1e-6, tol: float = 0.0
 ) -> np.ndarray:
     """Minimise ``sum(residuals(x) ** 2)`` from ``x`` by damped Gauss-Newton (Levenberg-Marquardt)
     with a forward-difference Jacobian (step ``h``); each step changes a coordinate by at most
     0.5, so a fit on log or logit coordinates moves a constant by at most a factor e^0.5 per
-    iteration. Returns the best ``x`` found.
+    iteration. Stops when no step improves, an iteration gains under 1e-12, or the sum of
+    squares is at most ``tol``. Returns the best ``x`` found.
 
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
@@ -216,6 +217,8 @@ def levenberg_marquardt(
     r = residuals(x)
     damping = 1e-3
     for _ in range(iterations):
+        if r @ r <= tol:
+            break
         jac = np.empty((len(r), len(x)))
         for j in range(len(x)):
             dx = np.zeros_like(x)
