@@ -16,7 +16,8 @@ output tokens, 4 requests per user): it **fails** the 25 % limit. Held-out error
 toy server at 2 users -9.8 % / -36.2 %, at 8 users -52.9 % / -1.1 %; llama-server at 2 users
 +7.8 % / +18.6 %, at 8 users -25.2 % / -13.0 %. Two causes: (1) noise — the toy server's
 measured TPOT at 2 users (8.9 ms) is above its TPOT at 4 (8.2 ms), and earlier single sweeps
-moved 2x between runs as other work came and went; (2) a model gap at 8 users = ``max_num_seqs``:
+moved 2x between runs as other work came and went; (2) at 8 users = ``max_num_seqs``, a model
+gap, as we read it (not verified step by step):
 in the simulation the 8 closed-loop users fall into lockstep groups whose prompts arrive
 together and share one step, while real clients' requests arrive a few ms apart and a new
 prompt waits for the step in flight (a prefill step of ~0.25 s on the toy server), so measured
