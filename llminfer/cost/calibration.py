@@ -202,6 +202,44 @@ def _from_free(name: str, x: float) -> float:
     return math.exp(x)
 
 
+def levenberg_marquardt(
+    residuals, x: np.ndarray, iterations: int = 200, h: float = 1e-6, tol: float = 0.0
+) -> np.ndarray:
+    """Minimise ``sum(residuals(x) ** 2)`` from ``x`` by damped Gauss-Newton (Levenberg-Marquardt)
+    with a forward-difference Jacobian (step ``h``); each step changes a coordinate by at most
+    0.5, so a fit on log or logit coordinates moves a constant by at most a factor e^0.5 per
+    iteration. Stops when no step improves, an iteration gains under 1e-12, or the sum of
+    squares is at most ``tol``. Returns the best ``x`` found.
+
+    Introduced in: notebooks/02_prefill_and_decode.ipynb
+    """
+    x = np.asarray(x, dtype=float)
+    r = residuals(x)
+    damping = 1e-3
+    for _ in range(iterations):
+        if r @ r <= tol:
+            break
+        jac = np.empty((len(r), len(x)))
+        for j in range(len(x)):
+            dx = np.zeros_like(x)
+            dx[j] = h
+            jac[:, j] = (residuals(x + dx) - r) / h
+        a, g = jac.T @ jac, jac.T @ r
+        improved = False
+        while damping < 1e8:
+            step = np.linalg.solve(a + damping * (np.diag(np.diag(a)) + 1e-9 * np.eye(len(x))), -g)
+            step = np.clip(step, -0.5, 0.5)  # at most a factor e^0.5 per iteration: no runaway
+            trial = residuals(x + step)
+            if trial @ trial < r @ r:
+                gain = r @ r - trial @ trial
+                x, r, damping, improved = x + step, trial, damping / 3, True
+                break
+            damping *= 4
+        if not improved or gain < 1e-12:
+            break
+    return x
+
+
 def fit_step_model(
     table: pd.DataFrame,
     model: Model,
@@ -230,27 +268,7 @@ def fit_step_model(
         return np.log(_predict(table, model, gpu, sm, weight_dtype) / measured)
 
     x = np.array([_to_free(n, getattr(start, n)) for n in fit])
-    r = residuals(x)
-    damping = 1e-3
-    for _ in range(iterations):
-        jac = np.empty((len(r), len(x)))
-        for j in range(len(x)):
-            dx = np.zeros_like(x)
-            dx[j] = 1e-6
-            jac[:, j] = (residuals(x + dx) - r) / 1e-6
-        a, g = jac.T @ jac, jac.T @ r
-        improved = False
-        while damping < 1e8:
-            step = np.linalg.solve(a + damping * (np.diag(np.diag(a)) + 1e-9 * np.eye(len(x))), -g)
-            step = np.clip(step, -0.5, 0.5)  # at most a factor e^0.5 per iteration: no runaway
-            trial = residuals(x + step)
-            if trial @ trial < r @ r:
-                gain = r @ r - trial @ trial
-                x, r, damping, improved = x + step, trial, damping / 3, True
-                break
-            damping *= 4
-        if not improved or gain < 1e-12:
-            break
+    x = levenberg_marquardt(residuals, x, iterations)
     values = {n: _from_free(n, v) for n, v in zip(fit, x, strict=True)}
     return replace(start, **values)
 
