@@ -310,11 +310,50 @@ def lite_config(pyodide_js: str) -> dict:
     }
 
 
+def fetch_wheels(folder: Path) -> int:
+    """On a connected machine: Pyodide's WebAssembly wheels the site needs (numpy, pandas,
+    matplotlib and theirs, pyarrow, duckdb) from its CDN into ``folder``, checked against the
+    lock's checksums, for ``make lite WHEELS=folder`` in a classroom with no internet."""
+    import urllib.request
+
+    packages = json.loads((pyodide_core() / "pyodide-lock.json").read_text())["packages"]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in closure(packages, SCIENTIFIC + OPTIONAL):
+        entry = packages[name]
+        path = folder / entry["file_name"]
+        if pure(entry["file_name"]) or (path.exists() and sha256(path) == entry["sha256"]):
+            continue  # pure wheels come from PyPI at build time
+        print(f"fetching {entry['file_name']}", flush=True)
+        try:
+            with urllib.request.urlopen(CDN + entry["file_name"], timeout=120) as reply:
+                data = reply.read()
+        except OSError as exc:
+            sys.exit(
+                f"cannot fetch {CDN + entry['file_name']} ({exc}): run this on a machine "
+                f"that reaches Pyodide's CDN, or unpack Pyodide {PYODIDE}'s release archive "
+                "(pyodide-*.tar.bz2) and pass its pyodide/ folder as WHEELS"
+            )
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            sys.exit(f"{entry['file_name']}: checksum differs from pyodide-lock.json")
+        path.write_bytes(data)
+    print(f"{folder}: Pyodide {PYODIDE}'s wheels for the site; copy the folder, then run "
+          f"`make lite WHEELS={folder}` where the workshop is")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "site")
     parser.add_argument("--wheels", type=Path, default=None, help="Pyodide wheels (WHEELS=DIR)")
+    parser.add_argument(
+        "--fetch-wheels",
+        type=Path,
+        metavar="DIR",
+        help="on a connected machine: put Pyodide's WebAssembly wheels into DIR, then stop",
+    )
     args = parser.parse_args(argv)
+    if args.fetch_wheels:
+        return fetch_wheels(args.fetch_wheels.resolve())
     started = time.monotonic()
     wheels = args.wheels.resolve() if args.wheels else None
     if wheels is not None and not wheels.is_dir():
