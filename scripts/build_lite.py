@@ -99,7 +99,12 @@ else:
     import llminfer
     from llminfer import runtime
 
-    _absent = [n for n in _optional if importlib.util.find_spec(n) is None]
+    _absent = []
+    for _name in _optional:
+        try:
+            importlib.import_module(_name)
+        except ImportError:
+            _absent.append(_name)
     print(
         f"ready: llminfer {{llminfer.__version__}} on Python {{sys.version.split()[0]}} "
         f"({{sys.platform}}), " + ", ".join(
