@@ -76,6 +76,7 @@ lite: $(LITE_STAMP)
 test-lite: lite $(STAMP)
 	$(BIN)/python scripts/lite_check.py --site site
 	$(LITE_BIN)/python -m pip install --quiet --no-deps --force-reinstall build/lite/piplite/llminfer/llminfer-*.whl
+	cd build/lite && $(CURDIR)/$(LITE_BIN)/python -c 'import llminfer; assert "site-packages" in llminfer.__file__, llminfer.__file__'
 	cd build/lite/src/contents/notebooks && LLMINFER_EMULATE_PYODIDE=1 LLMINFER_PREFETCH=0 \
 		PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
 		$(CURDIR)/$(LITE_BIN)/python -m pytest -p no:cacheprovider -c /dev/null --rootdir . \

@@ -301,6 +301,7 @@ def lite_config(pyodide_js: str) -> dict:
             # Nothing kept between visits: no tabs restored (so no second kernel started for
             # an earlier notebook) and every visit starts from the site's notebooks.
             "enableMemoryStorage": True,
+            "exposeAppInBrowser": True,  # window.jupyterapp: scripts/lite_check.py counts kernels
             "settingsStorageDrivers": ["memoryStorageDriver"],
             "contentsStorageDrivers": ["memoryStorageDriver"],
             "workspacesStorageDrivers": ["memoryStorageDriver"],
