@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint unit notebooks bench clean test-browser present lite test-lite
+.PHONY: lab test lint unit notebooks bench clean test-browser present lite lite-wheels test-lite
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
@@ -68,6 +68,13 @@ $(LITE_STAMP): requirements-lite.txt
 lite: $(LITE_STAMP)
 	$(LITE_BIN)/python scripts/build_lite.py --out site $(if $(WHEELS),--wheels $(WHEELS),)
 
+# On a connected machine: Pyodide's eight WebAssembly wheels (numpy, pandas, matplotlib and theirs,
+# pyarrow, duckdb) from its CDN into WHEELS=DIR, checked against the lock, for a
+# later `make lite WHEELS=DIR` where the classroom has no internet.
+lite-wheels: $(LITE_STAMP)
+	@test -n "$(WHEELS)" || { echo "make lite-wheels WHEELS=DIR"; exit 2; }
+	$(LITE_BIN)/python scripts/build_lite.py --fetch-wheels $(WHEELS)
+
 # What CI can check of the site here: the build with no network beyond the registries, the site
 # on 127.0.0.1 in headless Chromium with every other host blocked (scripts/lite_check.py), and
 # notebooks 01-07 run natively under Pyodide's limits (LLMINFER_EMULATE_PYODIDE=1: no threads,
@@ -81,7 +88,7 @@ test-lite: lite $(STAMP)
 		PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
 		$(CURDIR)/$(LITE_BIN)/python -m pytest -p no:cacheprovider -c /dev/null --rootdir . \
 		--nbval --nbval-current-env --nbval-sanitize-with $(CURDIR)/tests/nbval_sanitize.cfg \
-		-W ignore::DeprecationWarning 0[1-7]_*.ipynb
+		-n 2 --dist loadfile -W ignore::DeprecationWarning 0[1-7]_*.ipynb
 
 clean:
 	rm -rf $(VENV) $(LITE_VENV) site .pytest_cache .ruff_cache .hypothesis
