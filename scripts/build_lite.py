@@ -72,12 +72,10 @@ _optional = {optional!r}
 if sys.platform == "emscripten":
     import piplite
     import pyodide_js
-    from pyodide.ffi import to_js
 
-    _quiet = to_js({{"messageCallback": lambda _m: None, "errorCallback": lambda _m: None}})
-    for _name in _wanted + _optional:
+    for _name in _wanted + _optional:  # Pyodide's own builds (its messages go to the console)
         try:
-            await pyodide_js.loadPackage(_name, _quiet)
+            await pyodide_js.loadPackage(_name)
         except Exception:
             pass  # said below, in one line
     await piplite.install({piplite!r}, deps=False, keep_going=True)
