@@ -212,7 +212,7 @@ def write_pyodide(site: Path, wheels: Path | None) -> dict:
         local = None
         if name in needed and pure(entry["file_name"]):
             local = find_wheel(pure_dir, name, entry["version"])
-        if local is None and wheels is not None:
+        if local is None and wheels is not None and name in needed:  # not a whole release
             given = wheels / entry["file_name"]
             local = given if given.exists() else None
         if local is not None:

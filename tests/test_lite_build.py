@@ -85,6 +85,7 @@ def test_a_teachers_wheel_folder_is_served_from_the_site(tmp_path, build_lite, f
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     (wheels / fake_pyodide["wasm"]).write_bytes(b"numpy for wasm")
+    (wheels / "unrelated-1.0-py3-none-any.whl").write_bytes(b"a release archive holds all")
     site = tmp_path / "site"
     where = build_lite.write_pyodide(site, wheels=wheels)
     lock = json.loads((site / "static/pyodide/pyodide-lock.json").read_text())["packages"]
@@ -92,6 +93,7 @@ def test_a_teachers_wheel_folder_is_served_from_the_site(tmp_path, build_lite, f
     assert lock["numpy"]["sha256"] == hashlib.sha256(b"numpy for wasm").hexdigest()
     assert (site / "static/pyodide" / fake_pyodide["wasm"]).read_bytes() == b"numpy for wasm"
     assert where["cdn"] == ["pandas"]  # not in the folder: still the CDN's
+    assert not (site / "static/pyodide/unrelated-1.0-py3-none-any.whl").exists()  # not needed
 
 
 def test_the_site_copies_start_with_the_prepare_cell(tmp_path, build_lite):
