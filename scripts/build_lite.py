@@ -268,6 +268,7 @@ def notebook_copies(contents: Path) -> list[str]:
             cell = nbformat.v4.new_code_cell(source)
             cell.metadata["tags"] = [PREPARE_TAG, "nbval-ignore-output"]
             cell.metadata["trusted"] = True
+            cell.metadata["jupyter"] = {"source_hidden": True}  # its one line is what matters
             nb.cells.insert(0, cell)
             for c in nb.cells[1:]:
                 if c.cell_type == "code" and NEEDS_OPTIONAL.search(c.source):

@@ -123,7 +123,7 @@ def run_cell_text(page, index: int, timeout_s: float) -> tuple[str, float, int]:
     # A key press while the kernel is still starting was seen to be lost (the prompt stays
     # "[ ]:"): pressed again, up to three times, when the cell has not started in 15 s.
     for presses in range(1, 4):  # noqa: B007  (the count is returned)
-        cell.locator(".jp-InputArea-editor").click()
+        cell.locator(".jp-InputPrompt").first.click()  # selects it, source hidden or not
         page.keyboard.press("Shift+Enter")
         pressed = time.monotonic()
         while time.monotonic() < min(deadline, pressed + 15):
