@@ -64,7 +64,6 @@ PREPARE = """\
 # JupyterLite only (this cell is not in the repository's notebook): prepare this browser tab's
 # Python (Pyodide) for llminfer: load {wanted} from Pyodide, install llminfer from this site.
 import importlib
-import importlib.util
 import sys
 
 _wanted = {wanted!r}
@@ -86,12 +85,17 @@ for _name in _wanted:
     except ImportError:
         _missing.append(_name)
 if _missing:
-    _ours = "installed" if importlib.util.find_spec("llminfer") else "NOT installed"
+    try:  # `import llminfer` needs none of them; its parts do
+        import llminfer
+
+        _ours = f"llminfer {{llminfer.__version__}} installed from this site and imports"
+    except ImportError:
+        _ours = "llminfer NOT installed"
     print(
         "NOT READY: " + ", ".join(_missing) + " did not import: Pyodide's WebAssembly wheels "
         "are not in this site and its CDN is not reachable (offline?); rebuild the site with "
         "`make lite WHEELS=DIR` (README: The workshop in a browser tab) or connect and restart "
-        f"the kernel (llminfer, from this site: {{_ours}})"
+        f"the kernel ({{_ours}})"
     )
 else:
     import llminfer
