@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint unit notebooks bench clean test-browser present llama-server
+.PHONY: lab test lint unit notebooks bench clean test-browser present llama-server lite lite-wheels test-lite
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
@@ -56,5 +56,45 @@ llama-server: $(STAMP)
 bench: $(STAMP)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
+# The workshop in a browser tab (README): a static JupyterLite site in site/ (git-ignored) with
+# the Pyodide kernel, notebooks 01-08, data/ and the llminfer wheel, all served from the site.
+# Its build tools live in .venv-lite/ (git-ignored; requirements-lite.txt says why: not
+# requirements.txt, so `make lab` never installs them). Pyodide's numpy/pandas/matplotlib
+# wheels come from its CDN, or from WHEELS=DIR (a folder prepared on a connected machine).
+LITE_VENV  := .venv-lite
+LITE_BIN   := $(LITE_VENV)/bin
+LITE_STAMP := $(LITE_VENV)/.installed
+WHEELS ?=
+
+$(LITE_STAMP): requirements-lite.txt
+	test -x $(LITE_BIN)/python || $(PYTHON) -m venv $(LITE_VENV)
+	$(LITE_BIN)/python -m pip install --quiet -r requirements-lite.txt
+	touch $(LITE_STAMP)
+
+lite: $(LITE_STAMP)
+	$(LITE_BIN)/python scripts/build_lite.py --out site $(if $(WHEELS),--wheels $(WHEELS),)
+
+# On a connected machine: Pyodide's eight WebAssembly wheels (numpy, pandas, matplotlib and theirs,
+# pyarrow, duckdb) from its CDN into WHEELS=DIR, checked against the lock, for a
+# later `make lite WHEELS=DIR` where the classroom has no internet.
+lite-wheels: $(LITE_STAMP)
+	@test -n "$(WHEELS)" || { echo "make lite-wheels WHEELS=DIR"; exit 2; }
+	$(LITE_BIN)/python scripts/build_lite.py --fetch-wheels $(WHEELS)
+
+# What CI can check of the site here: the build with no network beyond the registries, the site
+# on 127.0.0.1 in headless Chromium with every other host blocked (scripts/lite_check.py), and
+# notebooks 01-07 run natively under Pyodide's limits (LLMINFER_EMULATE_PYODIDE=1: no threads,
+# processes or mmap; llminfer installed from its wheel; Pyodide's package versions; pyarrow and
+# duckdb blocked by scripts/lite/sitecustomize.py).
+test-lite: lite $(STAMP)
+	$(BIN)/python scripts/lite_check.py --site site
+	$(LITE_BIN)/python -m pip install --quiet --no-deps --force-reinstall build/lite/piplite/llminfer/llminfer-*.whl
+	cd build/lite && $(CURDIR)/$(LITE_BIN)/python -c 'import llminfer; assert "site-packages" in llminfer.__file__, llminfer.__file__'
+	cd build/lite/src/contents/notebooks && LLMINFER_EMULATE_PYODIDE=1 LLMINFER_PREFETCH=0 \
+		PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
+		$(CURDIR)/$(LITE_BIN)/python -m pytest -p no:cacheprovider -c /dev/null --rootdir . \
+		--nbval --nbval-current-env --nbval-sanitize-with $(CURDIR)/tests/nbval_sanitize.cfg \
+		-n 2 --dist loadfile -W ignore::DeprecationWarning 0[1-7]_*.ipynb
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LITE_VENV) site .pytest_cache .ruff_cache .hypothesis

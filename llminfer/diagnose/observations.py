@@ -12,7 +12,7 @@ and return one ``Finding`` each; ``llminfer.diagnose`` builds it.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,12 +41,41 @@ from llminfer.diagnose.suggestions import Setup, suggest
 from llminfer.logs.metrics import STALL_FACTOR
 from llminfer.logs.quantiles import select_percentiles
 from llminfer.logs.schema import RequestLog
+from llminfer.runtime import can_use_threads
 from llminfer.sim.simulate import EngineConfig
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 
 #: Threads the signals run on: the cores numpy's GIL-free loops can use (two here).
 _THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+class _SerialPool:
+    """``ThreadPoolExecutor``'s ``map``/``submit`` done in the calling thread, at once."""
+
+    def __enter__(self) -> _SerialPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def map(self, fn, *iterables):
+        return [fn(*args) for args in zip(*iterables, strict=True)]
+
+    def submit(self, fn, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # re-raised by .result(), as a thread pool's future does
+            future.set_exception(exc)
+        return future
+
+
+def _pool(threads: bool | None = None) -> ThreadPoolExecutor | _SerialPool:
+    """Threads for the signals where threads can start (``llminfer.runtime``), else none."""
+    if threads is None:
+        threads = can_use_threads()
+    return ThreadPoolExecutor(max_workers=_THREADS) if threads else _SerialPool()
 
 
 def finite_percentile(values: np.ndarray, q: float) -> float:
@@ -115,7 +144,9 @@ class Observations:
         times = SortedTimes(m)
         names = ["start", "first", "end"] + (["scheduled"] if times.scheduled is not None else [])
         good_times = times.subset(ok)
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+        # Where there are no threads (Pyodide, LLMINFER_EMULATE_PYODIDE=1) the same calls run
+        # one after another on a pool of none: same order of the shared sorts, same results.
+        with _pool() as pool:
             list(pool.map(times.order, names))
             list(pool.map(good_times.order, names))
             overlap_job = pool.submit(overlapping_prefill_tokens, self.good, good_times)

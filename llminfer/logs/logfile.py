@@ -42,6 +42,7 @@ import pandas as pd
 from pandas._libs.parsers import STR_NA_VALUES  # the texts read_csv takes as missing
 
 from llminfer.logs.schema import ARTICLE_COLUMNS
+from llminfer.runtime import can_mmap
 
 _TIME_COLUMNS = ("start_ts", "first_token_ts", "end_ts")
 _TOKEN_COLUMNS = ("input_tokens", "output_tokens")
@@ -542,22 +543,41 @@ def _all_whole(column) -> bool:
     return True
 
 
-def _has_hex(path: Path) -> bool:
+def _has_hex(path: Path, use_mmap: bool | None = None) -> bool:
     """True when the (uncompressed) file holds "0x" or "0X" anywhere (memchr-speed scans)."""
-    with path.open("rb") as file:
-        if path.stat().st_size == 0:
-            return False
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            return view.find(b"0x") >= 0 or view.find(b"0X") >= 0
+    return _file_holds(path, (b"0x", b"0X"), use_mmap)
 
 
-def _has_quote(path: Path) -> bool:
+def _has_quote(path: Path, use_mmap: bool | None = None) -> bool:
     """True when the (uncompressed) file holds a double quote anywhere: one memchr-speed scan."""
+    return _file_holds(path, (b'"',), use_mmap)
+
+
+def _file_holds(path: Path, needles: tuple[bytes, ...], use_mmap: bool | None = None) -> bool:
+    """Whether any of ``needles`` occurs in the file: scans of a memory map, or, where files
+    cannot be mapped (Pyodide: "No such device"), of the file read in blocks, each block
+    overlapping the one before by a needle's length less one (``use_mmap=False``; the default
+    asks ``llminfer.runtime.can_mmap``). Both give the same answer."""
     with path.open("rb") as file:
         if path.stat().st_size == 0:
             return False
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            return view.find(b'"') >= 0
+        if use_mmap is None:
+            use_mmap = can_mmap()
+        if use_mmap:
+            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                return any(view.find(needle) >= 0 for needle in needles)
+        keep = max(len(needle) for needle in needles) - 1
+        tail = b""
+        while block := file.read(_SCAN_BLOCK):
+            window = tail + block
+            if any(needle in window for needle in needles):
+                return True
+            tail = window[-keep:] if keep else b""
+        return False
+
+
+#: Bytes read at a time by ``_file_holds`` where it cannot map the file.
+_SCAN_BLOCK = 1 << 20
 
 
 def _parse_array_column(column: pd.Series, dtype) -> pd.Series:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs.quantiles import percentile_ranks, percentiles_from_ranks
+from llminfer.runtime import optional
 
 ENGINES = ("arrow", "duckdb")
 _COLUMNS = ("start_ts", "first_token_ts", "end_ts", "input_tokens", "output_tokens")
@@ -112,7 +113,7 @@ def _engine_batches(
 ) -> Iterator[dict[str, np.ndarray]]:
     parquet = all(f.suffix in (".parquet", ".pq") for f in files)
     if engine == "arrow":
-        import pyarrow.dataset as ds
+        ds = optional("pyarrow.dataset", "summarize_stream(engine='arrow')")
 
         if parquet:
             form = "parquet"
@@ -137,9 +138,9 @@ def _engine_batches(
         columns = [*_COLUMNS, *(["status"] if "status" in names else [])]
         reader = dataset.to_batches(columns=columns, batch_size=batch_rows)
     else:
-        import duckdb
-
         from llminfer.logs.sql import _relation
+
+        duckdb = optional("duckdb", "summarize_stream(engine='duckdb')")
 
         connection = duckdb.connect()
         relation = _relation(files, files[0])
@@ -159,7 +160,7 @@ def _engine_batches(
 
 def _readable(reader, files: list[Path]):
     """The reader's batches; a cell the engine cannot parse is one ValueError naming the files."""
-    import pyarrow as pa
+    pa = optional("pyarrow", "summarize_stream (either engine reads Arrow batches)")
 
     try:
         yield from reader
@@ -368,8 +369,7 @@ def _count_rows(files: list[Path]) -> int | None:
     """Rows in Parquet files from their footers (no data read); None for CSV."""
     if not all(f.suffix in (".parquet", ".pq") for f in files):
         return None
-    import pyarrow.parquet as pq
-
+    pq = optional("pyarrow.parquet", "summarize_stream on Parquet files")
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from llminfer.logs.schema import RequestLog
+from llminfer.runtime import optional
 
 _LATENCY = ("ttft_s", "tpot_s", "e2e_s")
 
@@ -135,10 +136,7 @@ METRICS_SQL = metrics_sql()
 
 
 def _connect(memory_limit: str | None, threads: int | None):
-    try:
-        import duckdb
-    except ImportError as exc:  # pragma: no cover - duckdb is in requirements.txt
-        raise ImportError("llminfer.logs.sql needs duckdb: pip install duckdb") from exc
+    duckdb = optional("duckdb", "run_metrics_sql (SQL on DuckDB)")
     connection = duckdb.connect()
     if memory_limit:
         connection.execute(f"SET memory_limit = '{memory_limit}'")
@@ -189,7 +187,7 @@ def run_metrics_sql(
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    import pyarrow as pa
+    pa = optional("pyarrow", "run_metrics_sql (a log handed to DuckDB as an Arrow table)")
 
     query = metrics_sql(percentiles, slo, table="requests")
     connection = _connect(memory_limit, threads)

@@ -30,6 +30,8 @@ from typing import Any
 
 import ipywidgets as W
 
+from llminfer.runtime import can_use_processes
+
 #: Worker processes, each with its own copy of the explorers it draws for: two where there are
 #: two cores (while a learner looks at a picture the kernel is idle; measured on 2 cores, two
 #: workers beat one: p95 182 vs 201–210 ms with the older harness timing), one on one core.
@@ -48,6 +50,8 @@ _executor_lock = threading.Lock()
 def enabled() -> bool:
     """Whether pictures are made ahead: inside a Jupyter kernel, unless LLMINFER_PREFETCH=0."""
     if os.environ.get("LLMINFER_PREFETCH", "1").strip() == "0":
+        return False
+    if not can_use_processes():  # Pyodide (or its emulation): every picture drawn in the kernel
         return False
     try:
         from IPython import get_ipython
