@@ -97,6 +97,8 @@ def _processes_work() -> bool:
         import multiprocessing.synchronize  # needs a working sem_open
 
         multiprocessing.get_context("spawn").Lock()
+    # A platform without POSIX semaphores (Pyodide, some sandboxes) raises NotImplementedError
+    # from sem_open: that too means "no worker processes here".
     except (ImportError, OSError, NotImplementedError):
         return False
     return True

@@ -38,6 +38,18 @@ DEFINITIONS = {
 }
 
 
+#: The columns of a comparison with a tool's own figures (``compare_definitions(log, tool)``);
+#: a tool with known rules adds ``llminfer_own``, llminfer's figure by its own definitions.
+_COMPARISON_COLUMNS = (
+    "tool_name",
+    "tool_value",
+    "llminfer_value",
+    "rel_diff",
+    "same_definition",
+    "note",
+)
+
+
 def _row(values: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float, float]:
     return tuple(_stat(values, weights, stat) for stat in ("mean", "p50", "p99"))
 
@@ -176,15 +188,7 @@ def _by_rules(log: RequestLog, tool) -> pd.DataFrame:
     return pd.DataFrame(
         rows,
         index=pd.Index(list(figures), name="key"),
-        columns=[
-            "tool_name",
-            "tool_value",
-            "llminfer_value",
-            "rel_diff",
-            "same_definition",
-            "note",
-            "llminfer_own",
-        ],
+        columns=[*_COMPARISON_COLUMNS, "llminfer_own"],
     )
 
 
@@ -285,12 +289,5 @@ def _against_tool(log: RequestLog, tool) -> pd.DataFrame:
     return pd.DataFrame(
         rows,
         index=pd.Index(list(figures), name="key"),
-        columns=[
-            "tool_name",
-            "tool_value",
-            "llminfer_value",
-            "rel_diff",
-            "same_definition",
-            "note",
-        ],
+        columns=list(_COMPARISON_COLUMNS),
     )
