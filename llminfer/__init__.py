@@ -51,6 +51,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "cost.steptime": ("StepTimer", "step_timer"),
     "diagnose.findings": ("Diagnosis", "Finding"),
+    "language": ("get_language", "set_language"),
     "logs.definitions": ("compare_definitions",),
     "logs.grouped": ("GroupedSummary",),
     "logs.importers": ("ToolSummary", "read_summary"),
