@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint unit notebooks bench clean test-browser present llama-server lite lite-wheels test-lite
+.PHONY: lab test lint unit notebooks bench clean test-browser present llama-server lite lite-wheels test-lite catalogs glossary
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "llminfer needs Python >= 3.10")'
@@ -17,8 +17,16 @@ $(STAMP): requirements.txt pyproject.toml
 # Jupyter refuses to run as root unless told; containers often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# The edition: `make lab LANG=zh` (or a Chinese locale, LANG=zh_CN.UTF-8) opens the Chinese one in
+# notebooks/zh/, anything else the English one. A LANG given on the command line only picks the
+# edition: the programs themselves run without it (LANG=zh is no locale) and with
+# LLMINFER_LANG set, so the package speaks the edition's language in a new notebook too.
+EDITION_LANG := $(if $(filter zh%,$(LANG)),zh,en)
+EDITION      := $(if $(filter zh,$(EDITION_LANG)),notebooks/zh,notebooks)
+EDITION_ENV  := $(if $(filter command line,$(origin LANG)),env -u LANG,env) LLMINFER_LANG=$(EDITION_LANG)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(ALLOW_ROOT)
+	$(EDITION_ENV) $(BIN)/jupyter lab $(EDITION)/ $(ALLOW_ROOT)
 
 # ruff, the import-layer contracts (.importlinter), the unit tests and strict nbval over every
 # notebook, on one more worker than cores (at most 5; several tests wait on servers that sleep
@@ -33,9 +41,20 @@ test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	LLMINFER_PREFETCH=0 $(BIN)/python -m pytest $(PYTEST_PARALLEL)
 
-# Re-execute every notebook in place, deterministically, with volatile metadata stripped.
+# Re-execute every notebook of both editions in place, deterministically, with volatile metadata
+# stripped.
 notebooks: $(STAMP)
-	LLMINFER_PREFETCH=0 $(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
+	LLMINFER_PREFETCH=0 $(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb notebooks/zh/*.ipynb
+
+# After marking a new message with _() in the package: extract it, merge it into each language's
+# catalog (llminfer/language/locale/zh/LC_MESSAGES/*.po, to translate) and compile the .mo files
+# (Babel). tests/test_language.py fails while a message has no Chinese entry.
+catalogs: $(STAMP)
+	$(BIN)/python scripts/catalogs.py
+
+# After editing llminfer/language/glossary.csv: rewrite every notebook's glossary cell.
+glossary: $(STAMP)
+	$(BIN)/python scripts/glossary_cells.py
 
 # Every notebook in a real browser: JupyterLab on 127.0.0.1 and headless Chromium (Playwright)
 # run all cells and move every control of every explorer; report in benchmarks/out/. Skipped,
@@ -47,7 +66,7 @@ test-browser: $(STAMP)
 # A workshop view: each notebook's prose, pictures and live explorers without the code (Voila on
 # 127.0.0.1, an offline-safe template from present/: no request leaves the machine).
 present: $(STAMP)
-	JUPYTER_PATH=$(CURDIR)/present $(BIN)/voila notebooks/ --template=llminfer \
+	$(EDITION_ENV) JUPYTER_PATH=$(CURDIR)/present $(BIN)/voila $(EDITION)/ --template=llminfer \
 		--Voila.ip=127.0.0.1 --strip_sources=True
 
 # llama.cpp's llama-server, pinned (the llama.cpp vendored in the llama-cpp-python 0.3.36 sdist),

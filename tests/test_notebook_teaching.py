@@ -1,8 +1,7 @@
-"""Teaching conventions (issue 9 §2–3): a glossary bridging the article's Chinese terms, a
-"Try it" section whose questions can be checked, and a Sources section with links.
-
-Parametrised over the notebooks that follow them so far; add a notebook to
-``TEACHING_NOTEBOOKS`` when it does.
+"""Teaching conventions (issue 9 §2–3), in both editions: a glossary bridging the article's
+Chinese terms (generated from llminfer/language/glossary.csv, tests/test_language.py), a
+"Try it" (动手试试) section whose questions can be checked, and a Sources (参考资料) section with
+links.
 """
 
 import json
@@ -12,10 +11,19 @@ from pathlib import Path
 import pytest
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+#: Each notebook as its path under notebooks/ without ".ipynb": "03_metrics", "zh/03_metrics".
 TEACHING_NOTEBOOKS = tuple(
-    p.stem
-    for p in sorted(Path(__file__).resolve().parent.parent.glob("notebooks/[0-9][0-9]_*.ipynb"))
+    str(p.relative_to(NOTEBOOK_DIR).with_suffix(""))
+    for p in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    + sorted(NOTEBOOK_DIR.glob("zh/[0-9][0-9]_*.ipynb"))
 )
+#: The headings of the exercises and the sources section in each edition.
+TRY_IT = {"en": "## Try it", "zh": "## 动手试试"}
+SOURCES = {"en": ("## Sources",), "zh": ("## 参考资料", "## 资料来源", "## 来源")}
+
+
+def _edition(stem: str) -> str:
+    return "zh" if stem.startswith("zh/") else "en"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LINK = re.compile(r"https?://\S+")
 #: The folder beside the repository that learners do not have (spelled so as not to cite it).
@@ -45,26 +53,27 @@ def _table_rows(markdown: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("stem", TEACHING_NOTEBOOKS)
-def test_first_cell_has_a_glossary(stem):
-    first = _cells(stem)[0]
-    assert first["cell_type"] == "markdown"
-    rows = _table_rows(_source(first))
-    assert rows, f"{stem}: the first cell has no glossary table"
+def test_second_cell_is_the_glossary(stem):
+    glossary = _cells(stem)[1]
+    assert glossary["cell_type"] == "markdown"
+    rows = _table_rows(_source(glossary))
+    assert rows, f"{stem}: the cell after the title has no glossary table"
     header, body = rows[0], rows[1:]
-    assert len(header) == 3, f"{stem}: glossary header {header} must have 3 columns"
-    assert any(w in header[2].lower() for w in ("unit", "symbol")), f"{stem}: 3rd column: units"
+    assert len(header) == 4, f"{stem}: glossary header {header} must have 4 columns"
+    assert any(w in header[2].lower() for w in ("unit", "symbol", "单位")), f"{stem}: units"
     assert len(body) >= 5, f"{stem}: a glossary needs the chapter's terms, found {len(body)}"
     with_chinese = [row for row in body if CJK.search(row[0])]
     assert len(with_chinese) >= len(body) // 2, f"{stem}: too few of the article's Chinese terms"
-    assert all(len(row) == 3 and row[1] and row[2] for row in body)
+    assert all(len(row) == 4 and row[1] and row[2] and row[3] for row in body)
 
 
 @pytest.mark.parametrize("stem", TEACHING_NOTEBOOKS)
 def test_ends_with_sources_with_links(stem):
     last = _cells(stem)[-1]
     text = _source(last)
-    assert last["cell_type"] == "markdown" and text.lstrip().startswith("## Sources"), (
-        f"{stem}: the last cell must be a '## Sources' section"
+    headings = SOURCES[_edition(stem)]
+    assert last["cell_type"] == "markdown" and text.lstrip().startswith(headings), (
+        f"{stem}: the last cell must be a {headings[0]!r} section"
     )
     assert LINK.search(text), f"{stem}: the Sources section has no link"
     assert OUTSIDE_REPO not in text
@@ -73,10 +82,11 @@ def test_ends_with_sources_with_links(stem):
 @pytest.mark.parametrize("stem", TEACHING_NOTEBOOKS)
 def test_try_it_questions_can_be_checked(stem):
     cells = _cells(stem)
-    starts = [i for i, c in enumerate(cells) if "## Try it" in _source(c)]
-    assert starts, f"{stem}: no 'Try it' section"
+    heading = TRY_IT[_edition(stem)]
+    starts = [i for i, c in enumerate(cells) if heading in _source(c)]
+    assert starts, f"{stem}: no {heading!r} section"
     after = "\n".join(_source(c) for c in cells[starts[0] :])
-    number = stem[:2]
+    number = stem.split("/")[-1][:2]
     checks = set(re.findall(rf"""check\(\s*["']({number}\.\d+)["']""", after))
     assert checks or "<details>" in after, f"{stem}: Try it has neither checks nor <details>"
     asked = _source(cells[starts[0]]).split("<details>")[0]

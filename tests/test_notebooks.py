@@ -1,4 +1,5 @@
-"""Conventions every notebook keeps (see CONVENTIONS.md): name, title, order, checks."""
+"""Conventions every notebook of both editions keeps (see CONVENTIONS.md): name, title, order,
+checks. The Chinese edition (notebooks/zh/) is held to the same rules in its own words."""
 
 import re
 from pathlib import Path
@@ -6,7 +7,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb")) + sorted(
+    (Path(__file__).parent.parent / "notebooks" / "zh").glob("*.ipynb")
+)
+#: The heading of the exercises section in each edition.
+TRY_IT = {"notebooks": "Try it", "zh": "动手试试"}
 CHAPTERS = {
     "01_introduction",
     "02_prefill_and_decode",
@@ -25,7 +30,7 @@ def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no notebook"
 
 
-@pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.name)
+@pytest.fixture(params=NOTEBOOKS, ids=lambda p: "/".join(p.parts[-2:]))
 def notebook(request):
     return request.param, nbformat.read(request.param, as_version=4)
 
@@ -45,12 +50,17 @@ def test_title_cell_has_number_english_and_chinese_title(notebook):
     assert first.cell_type == "markdown"
     lines = first.source.strip().splitlines()
     assert lines[0].startswith(f"# {path.stem[:2]} · ")
-    assert any(CJK.search(line) for line in lines[1:3]), "Chinese chapter title under the heading"
+    if path.parent.name == "zh":  # a Chinese heading, the English title under it
+        assert CJK.search(lines[0]), "Chinese chapter title in the heading"
+        assert any(re.search(r"[A-Za-z]{4,}", line) for line in lines[1:3]), "English title"
+    else:
+        assert any(CJK.search(line) for line in lines[1:3]), "Chinese title under the heading"
 
 
-def test_second_cell_imports_explicitly(notebook):
+def test_title_then_glossary_then_the_imports(notebook):
     _, nb = notebook
-    second = nb.cells[1]
+    assert nb.cells[1].cell_type == "markdown" and "glossary" in nb.cells[1].metadata["llminfer"]
+    second = nb.cells[2]
     assert second.cell_type == "code"
     assert "import" in second.source
     for cell in _code(nb):
@@ -79,7 +89,7 @@ def test_has_check_cells_and_ignored_outputs_are_checked(notebook):
 
 
 def test_kernelspec_and_try_it(notebook):
-    _, nb = notebook
+    path, nb = notebook
     assert nb.metadata["kernelspec"]["name"] == "python3"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert "Try it" in markdown
+    assert TRY_IT[path.parent.name] in markdown
