@@ -43,13 +43,18 @@ def set_language(code: str) -> None:
 
     (It returns nothing, so that a notebook's first cell shows no output; ``get_language()``
     says what was in use, for a caller that puts it back.)
+
+    Introduced in: notebooks/01_introduction.ipynb
     """
     global _chosen
     _chosen = _normalise(code)
 
 
 def get_language() -> str:
-    """The language in use: the last ``set_language``, else ``$LLMINFER_LANG``, else "en"."""
+    """The language in use: the last ``set_language``, else ``$LLMINFER_LANG``, else "en".
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     if _chosen is not None:
         return _chosen
     env = os.environ.get(LANGUAGE_ENV, "")
@@ -84,7 +89,10 @@ def _(message: str) -> str:
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
-    """The singular or plural form of a message, in the language in use."""
+    """The singular or plural form of a message, in the language in use.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     language = get_language()
     if language == "en":
         return singular if n == 1 else plural
@@ -93,5 +101,8 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 
 def N_(message: str) -> str:
     """Mark a constant for the catalogs without translating it now (translate it with ``_``
-    where it is shown, so that ``set_language`` afterwards still takes effect)."""
+    where it is shown, so that ``set_language`` afterwards still takes effect).
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     return message

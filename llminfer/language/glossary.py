@@ -23,7 +23,10 @@ from llminfer.language import LANGUAGES
 
 @dataclass(frozen=True)
 class Term:
-    """One glossary entry; ``unit`` is the unit (or "—") the notebooks quote it in."""
+    """One glossary entry; ``unit`` is the unit (or "—") the notebooks quote it in.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
 
     key: str
     zh: str
@@ -46,7 +49,10 @@ class Term:
 
 @cache
 def terms() -> dict[str, Term]:
-    """Every term by key, in the file's order."""
+    """Every term by key, in the file's order.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     text = (resources.files("llminfer.language") / "glossary.csv").read_text(encoding="utf-8")
     entries: dict[str, Term] = {}
     for row in csv.DictReader(io.StringIO(text)):
@@ -67,7 +73,10 @@ def terms() -> dict[str, Term]:
 
 
 def term(key: str) -> Term:
-    """One term by key; a clear error naming the known keys for a wrong one."""
+    """One term by key; a clear error naming the known keys for a wrong one.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     entries = terms()
     if key not in entries:
         raise KeyError(f"no glossary term {key!r}; known: {', '.join(entries)}")
@@ -90,6 +99,8 @@ def glossary_markdown(keys: list[str] | tuple[str, ...], language: str) -> str:
     The English edition puts the article's Chinese term first (the learner meets it in the
     article); the Chinese edition puts it first too and the English term second (the learner
     meets that in tools and papers).
+
+    Introduced in: notebooks/01_introduction.ipynb
     """
     if language not in LANGUAGES:
         raise ValueError(f"language {language!r}: choose one of {', '.join(LANGUAGES)}")
@@ -118,6 +129,8 @@ def variants_in(markdown: str, language: str) -> list[tuple[str, str]]:
 
     Code (fenced or inline) and web addresses are left out, and a variant inside an
     occurrence of a proper term (混合专家 inside 混合专家模型) is not one.
+
+    Introduced in: notebooks/01_introduction.ipynb
     """
     prose = _CODE.sub(" ", markdown)
     found: list[tuple[str, str]] = []

@@ -55,6 +55,8 @@ def cjk_font() -> str | None:
     matplotlib caches the font list the first time it runs, so a font installed afterwards
     (``apt-get install fonts-noto-cjk`` after ``make lab``) is not in it: when the list has no
     CJK font, the system's font files it does not know are added once before giving up.
+
+    Introduced in: notebooks/01_introduction.ipynb
     """
     found = _known_cjk_font()
     if found is not None:
@@ -70,7 +72,10 @@ def cjk_font() -> str | None:
 
 
 def speaks_chinese() -> bool:
-    """Whether figures are drawn in Chinese now: Chinese chosen and a CJK font found."""
+    """Whether figures are drawn in Chinese now: Chinese chosen and a CJK font found.
+
+    Introduced in: notebooks/01_introduction.ipynb
+    """
     return language.get_language() == "zh" and cjk_font() is not None
 
 
