@@ -190,6 +190,26 @@ def test_the_chinese_edition_prose_is_chinese(path):
     assert han > 4 * words, (han, words)  # English left only in names, symbols and units
 
 
+@pytest.mark.parametrize("path", ENGLISH + CHINESE, ids=lambda p: "/".join(p.parts[-2:]))
+def test_bold_renders_in_every_cell(path):
+    # CommonMark will not close "**…：**" before a Chinese character (a closing ** after
+    # punctuation must be followed by a space or punctuation), so the asterisks show: render
+    # every markdown cell as JupyterLab's markdown parser does and look for them.
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark").enable("table")
+    nb = nbformat.read(path, as_version=4)
+    shown = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        html = re.sub(
+            r"<code>.*?</code>|<pre>.*?</pre>", "", renderer.render(cell.source), flags=re.S
+        )
+        shown += [f"cell {index}: …{m.group(0)}…" for m in re.finditer(r".{0,20}\*\*.{0,20}", html)]
+    assert not shown, shown[:10]
+
+
 # --- figures -------------------------------------------------------------------------------
 
 
