@@ -23,7 +23,8 @@ from llminfer.language import LANGUAGES
 
 @dataclass(frozen=True)
 class Term:
-    """One glossary entry; ``unit`` is the unit (or "—") the notebooks quote it in.
+    """One glossary entry; ``unit`` is the unit (or "—") the notebooks quote it in, ``unit_zh``
+    the same in Chinese.
 
     Introduced in: notebooks/01_introduction.ipynb
     """
@@ -33,6 +34,7 @@ class Term:
     en: str
     symbol: str
     unit: str
+    unit_zh: str
     definition_en: str
     definition_zh: str
     variants_zh: tuple[str, ...]
@@ -64,6 +66,7 @@ def terms() -> dict[str, Term]:
             en=row["en"],
             symbol=row["symbol"],
             unit=row["unit"],
+            unit_zh=row["unit_zh"],
             definition_en=row["definition_en"],
             definition_zh=row["definition_zh"],
             variants_zh=tuple(v for v in row["variants_zh"].split("|") if v),
@@ -108,7 +111,8 @@ def glossary_markdown(keys: list[str] | tuple[str, ...], language: str) -> str:
     lines = [heading, "", "| " + " | ".join(_HEADERS[language]) + " |", "|---|---|---|---|"]
     for key in keys:
         entry = term(key)
-        symbol_unit = " · ".join(part for part in (entry.symbol, entry.unit) if part)
+        unit = entry.unit_zh if language == "zh" else entry.unit
+        symbol_unit = " · ".join(part for part in (entry.symbol, unit) if part)
         lines.append(
             "| "
             + " | ".join(
