@@ -583,7 +583,7 @@ def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> st
     elif isinstance(exc, (ValueError, OSError)):
         text = str(exc) or type(exc).__name__
     else:
-        command = getattr(args, "command", None) or "the command"
+        command = getattr(args, "command", None) or _("the command")
         text = _(
             "internal error in {command}: {kind}: {error}. This is a bug in "
             "llminfer, not in your input as far as it can tell; run again with --debug and "

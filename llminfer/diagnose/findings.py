@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,10 +435,10 @@ class Diagnosis:
         for number, f in enumerate(self.findings, 1):
             cause = _(" [{cause}]").format(cause=_cause_name(f.cause)) if f.cause else ""
             # TRANSLATORS: one step of the text report: its number, name (padded to 10
-            # characters), verdict, cause (" [cause]" or nothing) and what it found.
-            line = _("{number}. {step:<10} {verdict}{cause}: {detail}").format(
+            # columns), verdict, cause (" [cause]" or nothing) and what it found.
+            line = _("{number}. {step} {verdict}{cause}: {detail}").format(
                 number=number,
-                step=_named(f.step, STEP_NAMES),
+                step=_padded(_named(f.step, STEP_NAMES), 10),
                 verdict=_(_MARKS[f.verdict]),
                 cause=cause,
                 detail=f.detail,
@@ -477,6 +478,13 @@ class Diagnosis:
 
 def _suggestion(s: Suggestion) -> dict[str, str]:
     return {"key": s.key, "action": s.action, "trades": s.trades, "cost": s.cost}
+
+
+def _padded(text: str, width: int) -> str:
+    """``text`` and spaces up to ``width`` columns (a Chinese character takes two), so that
+    the report's columns line up in either language."""
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(width - columns, 0)
 
 
 def _plain(value: Any) -> Any:

@@ -173,10 +173,16 @@ def memory_step(obs: Observations) -> Finding:
                 obs.model, obs.gpu, engine, obs.n_gpus, obs.weight_dtype, obs.kv_dtype
             )
         except ValueError as exc:  # not even one block: the weights leave no room
-            detail = str(exc)
+            detail = str(exc)  # the simulator's own words, in English
             if get_language() != "en":
-                detail = _("the weights leave no room for even one KV block: {error}").format(
-                    error=exc
+                detail = _(
+                    "the weights leave no room for even one KV block: {model} on {n_gpus} × "
+                    "{gpu} ({dtype} weights); use more GPUs or a narrower weight dtype"
+                ).format(
+                    model=obs.model.name,
+                    n_gpus=obs.n_gpus,
+                    gpu=obs.gpu.name,
+                    dtype=obs.weight_dtype,
                 )
             return Finding(
                 "memory",
