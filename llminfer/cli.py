@@ -11,6 +11,10 @@ with exactly one ``error: …`` line on stderr naming the file and, where it app
 file line, column and value, never a traceback (``--debug`` shows one); a usage error
 (an unknown option, a bad choice) is one such line too; 130 interrupted. A directory read
 with ``--on-error report`` prints one ``warning: …`` line per file it could not read.
+
+The lines a command prints for a person (the ``# source`` header, the rejected-rows report,
+the diagnosis) are in the learner's language (``LLMINFER_LANG=zh``); the options, their help,
+the ``error:``/``warning:`` prefixes, the exit codes and the JSON keys stay as they are.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from pathlib import Path
 import pandas as pd
 
 from llminfer.bench.run import register_bench
+from llminfer.language import _
 from llminfer.logs.reading import FORMATS, read_requests
-from llminfer.logs.schema import LogError, RequestLog
+from llminfer.logs.schema import LogError, LogSource, RequestLog
 from llminfer.logs.summary import summarize
 from llminfer.logs.validation import TIME_UNITS
 from llminfer.serve.run import register_serve
@@ -104,14 +109,30 @@ def _read_log(args: argparse.Namespace) -> RequestLog:
     log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
     _report_rejected(log, args)
     if len(log) == 0 and not len(log.rejected):
-        raise NoValidRequests(f"{args.file}: the log holds no requests (no rows)")
+        raise NoValidRequests(
+            _("{file}: the log holds no requests (no rows)").format(file=args.file)
+        )
     if len(log) == 0:
         rows = log.rejected.loc[log.rejected["row"] >= 0, "row"].nunique()
         raise NoValidRequests(
-            f"{args.file}: no valid request remains — all {rows} row(s) were rejected "
-            "(reasons above)"
+            _(
+                "{file}: no valid request remains — all {rows} row(s) were rejected (reasons above)"
+            ).format(file=args.file, rows=rows)
         )
     return log
+
+
+def _source_line(source: LogSource) -> str:
+    """The report's first line, ``# <format> log from <path>``, and one line per assumption
+    the reader made (``str(source)`` after ``# `` in English)."""
+    if not isinstance(source, LogSource):
+        return f"# {source}"
+    if source.path:
+        header = _("# {format} log from {path}").format(format=source.format, path=source.path)
+    else:
+        header = _("# {format} log").format(format=source.format)
+    said = [_("  assumed: {assumption}").format(assumption=a) for a in source.assumptions]
+    return "\n".join([header, *said])
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -127,7 +148,9 @@ def _metrics(args: argparse.Namespace) -> int:
         summary = summarize_stream(
             args.file, percentiles, slo=slo, engine=args.engine, time_unit=args.time_unit
         )
-        note = f"# streamed from {_shown(args.file)} ({args.engine}; rows not validated)"
+        note = _("# streamed from {file} ({engine}; rows not validated)").format(
+            file=_shown(args.file), engine=args.engine
+        )
         if args.json:  # stdout is the JSON document alone; the note goes to stderr
             print(note, file=sys.stderr)
             print(json.dumps(_json_safe(summary.to_dict()), indent=2))
@@ -141,14 +164,14 @@ def _metrics(args: argparse.Namespace) -> int:
         if args.json:
             print(grouped.table.to_json(orient="index", indent=2))
         else:
-            print(f"# {log.source}")
+            print(_source_line(log.source))
             print(grouped)
         return 0
     summary = summarize(log, percentiles, slo=slo)
     if args.json:
         print(json.dumps(_json_safe(summary.to_dict()), indent=2))
     else:
-        print(f"# {log.source}")
+        print(_source_line(log.source))
         print(summary)
     return 0
 
@@ -216,17 +239,23 @@ def _report_rejected(log: RequestLog, args: argparse.Namespace) -> None:
     if not len(rejected):
         return
     counts = rejected.groupby("reason", sort=False).size().sort_values(ascending=False)
-    out = [f"{rejected['row'].nunique()} row(s) rejected ({len(rejected)} problem(s)) by reason:"]
+    out = [
+        _("{rows} row(s) rejected ({problems} problem(s)) by reason:").format(
+            rows=rejected["row"].nunique(), problems=len(rejected)
+        )
+    ]
     out += [f"  {n:>8,}  {reason}" for reason, n in counts.items()]
     first = rejected.head(SHOWN_REJECTED)
     with pd.option_context("display.max_colwidth", 60):
         shown = first.to_string(index=False)
-    out.append(f"first {len(first)}:" if len(rejected) > len(first) else "all of them:")
+    out.append(
+        _("first {n}:").format(n=len(first)) if len(rejected) > len(first) else _("all of them:")
+    )
     out += ["  " + line for line in shown.splitlines()]
     if args.rejected:
-        out.append(f"every rejected row is in {args.rejected}")
+        out.append(_("every rejected row is in {file}").format(file=args.rejected))
     elif len(rejected) > len(first):
-        out.append("write every one to a file with --rejected FILE")
+        out.append(_("write every one to a file with --rejected FILE"))
     print("\n".join(out), file=sys.stderr)
 
 
@@ -379,7 +408,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"source": str(log.source), **report.to_dict()}, indent=2))
     else:
-        print(f"# {log.source}")
+        print(_source_line(log.source))
         print(report)
     return DIAGNOSE_EXIT[report.verdict]
 
@@ -554,12 +583,12 @@ def error_line(exc: BaseException, args: argparse.Namespace | None = None) -> st
     elif isinstance(exc, (ValueError, OSError)):
         text = str(exc) or type(exc).__name__
     else:
-        command = getattr(args, "command", None) or "the command"
-        text = (
-            f"internal error in {command}: {type(exc).__name__}: {exc}. This is a bug in "
+        command = getattr(args, "command", None) or _("the command")
+        text = _(
+            "internal error in {command}: {kind}: {error}. This is a bug in "
             "llminfer, not in your input as far as it can tell; run again with --debug and "
             "report the traceback"
-        )
+        ).format(command=command, kind=type(exc).__name__, error=exc)
     text = " ".join(text.split())  # one line, whatever the message held
     file = getattr(args, "file", None)
     if file and file not in text and _shown(file) not in text and repr(file) not in text:
@@ -582,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 warnings.simplefilter("ignore", RuntimeWarning)
             return args.func(args)
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print("error: " + _("interrupted"), file=sys.stderr)
         return 130
     except Exception as exc:
         if debug:

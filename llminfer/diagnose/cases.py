@@ -4,6 +4,10 @@ Each ``CaseStudy`` is a seeded workload served by the simulator of chapter 5 on 
 deployment. ``scripts/make_case_studies.py`` writes their logs to ``data/case_<name>.csv``;
 notebook 07 diagnoses those logs, applies the suggested change (``fix``) in the simulator and
 re-measures with the same workload. All cases share one set of targets, ``CASE_SLO``.
+
+A case's texts (``story``, ``fix_description``, ``fix_label``, the labels of ``attempts``) are
+written in English and marked for the "diagnose" catalog; read back, they are in the learner's
+language (``llminfer.set_language``, also when it is called after this module is imported).
 """
 
 from __future__ import annotations
@@ -16,11 +20,51 @@ import pandas as pd
 
 from llminfer.diagnose.deployment import Deployment, simulate_deployment
 from llminfer.diagnose.run import diagnose
+from llminfer.language import N_, _
 from llminfer.logs.reading import read_requests
 from llminfer.logs.summary import summarize
 from llminfer.logs.writing import write_log
 from llminfer.sim.simulate import EngineConfig, SimResult, simulate
 from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
+
+
+class _Text(str):
+    """English text made from a catalog template and its values (``_Text(N_("… {n} …"),
+    n=128)``), so that it can be said again in the learner's language."""
+
+    def __new__(cls, template: str, **values) -> _Text:
+        text = super().__new__(cls, template.format(**values))
+        text.template, text.values = template, values
+        return text
+
+
+def _say(text: str) -> str:
+    """``text`` (English, marked for the catalog) in the learner's language."""
+    if isinstance(text, _Text):
+        return _(text.template).format(**text.values)
+    return _(text) if text else text  # gettext("") would be the catalog's header
+
+
+class _Said:
+    """A dataclass field that keeps the English text it is given and reads back ``_say(text)``:
+    the learner's language when it is read, not when the case was made."""
+
+    def __init__(self, *default: str) -> None:
+        self.default = default
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = "_said_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:  # the dataclass asks for the default
+            if not self.default:
+                raise AttributeError(self.slot)
+            return self.default[0]
+        return _say(obj.__dict__[self.slot])
+
+    def __set__(self, obj, value: str) -> None:
+        obj.__dict__[self.slot] = value  # a frozen dataclass's __init__ comes through here
+
 
 #: Targets of the services in the case studies: the first token within 1 s, then at least
 #: 50 tokens/s per user (TPOT ≤ 20 ms).
@@ -107,15 +151,15 @@ class CaseStudy:
     """
 
     name: str
-    story: str
+    story: str = _Said()
     workload: Workload
     deployment: Deployment
     expected: str | None
     fix: dict = field(default_factory=dict)
-    fix_description: str = ""
+    fix_description: str = _Said("")
     token_times: bool = False
     attempts: tuple[tuple[str, str, dict], ...] = ()
-    fix_label: str = ""
+    fix_label: str = _Said("")
 
     @property
     def fixed_deployment(self) -> Deployment:
@@ -153,7 +197,7 @@ class CaseStudy:
 
     def tries(self) -> list[tuple[str, str, dict]]:
         """The changes in the order to try them: every ``attempts`` entry, then ``fix``."""
-        out = list(self.attempts)
+        out = [(_say(label), cost, change) for label, cost, change in self.attempts]
         if self.fix:
             out.append((self.fix_label or self.fix_description, self.fix_cost, self.fix))
         return out
@@ -179,7 +223,7 @@ class CaseStudy:
         """
         slo = slo or CASE_SLO
         rows = []
-        for label, cost, change in [("as found", "—", {}), *self.tries()]:
+        for label, cost, change in [(_("as found"), "—", {}), *self.tries()]:
             d = replace(self.deployment, **change)
             log = read_requests(self.requests(d))
             flat = summarize(log, percentiles=(90,), slo=slo).to_dict()
@@ -206,15 +250,17 @@ CASE_STUDIES: dict[str, CaseStudy] = {
     for case in [
         CaseStudy(
             "healthy",
-            "A chat assistant at 4 requests/s on one H100: short prompts, short answers.",
+            N_("A chat assistant at 4 requests/s on one H100: short prompts, short answers."),
             Workload(600, rate=4, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=1),
             Deployment(profile=CASE_PROFILE, engine=V0_ENGINE),
             expected=None,
         ),
         CaseStudy(
             "overloaded",
-            "The same kind of service after a launch: 21 requests/s of 1k-token prompts and "
-            "256-token answers on one H100.",
+            N_(
+                "The same kind of service after a launch: 21 requests/s of 1k-token prompts and "
+                "256-token answers on one H100."
+            ),
             Workload(
                 1500,
                 rate=21,
@@ -225,14 +271,18 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=V0_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
-            fix_label="TP = 2 (n_gpus=2)",
-            fix_description="tensor parallelism over two H100s (n_gpus=2)",
-            attempts=(("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),),
+            fix_label=N_("TP = 2 (n_gpus=2)"),
+            fix_description=N_("tensor parallelism over two H100s (n_gpus=2)"),
+            attempts=(
+                (N_("FP8 weights (weight_dtype='fp8')"), "software", {"weight_dtype": "fp8"}),
+            ),
         ),
         CaseStudy(
             "long_prompts",
-            "Document question answering: 6k–32k-token prompts, one request every 2 s, on one "
-            "H100 (no chunked prefill, --max-model-len 32768).",
+            N_(
+                "Document question answering: 6k–32k-token prompts, one request every 2 s, on one "
+                "H100 (no chunked prefill, --max-model-len 32768)."
+            ),
             Workload(
                 200,
                 rate=0.5,
@@ -243,12 +293,14 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=LONG_V0_ENGINE),
             expected="too_slow",
             fix={"weight_dtype": "fp8"},
-            fix_label="FP8 weights (weight_dtype='fp8')",
-            fix_description="FP8 weights (weight_dtype='fp8', W8A8 on Hopper): twice the tensor-"
-            "core FLOP/s for every prompt token, and half the weight bytes per decode step",
+            fix_label=N_("FP8 weights (weight_dtype='fp8')"),
+            fix_description=N_(
+                "FP8 weights (weight_dtype='fp8', W8A8 on Hopper): twice the tensor-"
+                "core FLOP/s for every prompt token, and half the weight bytes per decode step"
+            ),
             attempts=(
                 (
-                    "chunked prefill, 2,048-token steps",
+                    N_("chunked prefill, 2,048-token steps"),
                     "setting",
                     {"engine": V1_ENGINE},
                 ),
@@ -257,8 +309,11 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         ),
         CaseStudy(
             "kv_exhausted",
-            "A summariser (2k-token prompts, 600-token answers, 4 requests/s) on an H100 the "
-            "engine was told to use only 28 % of (gpu_memory_utilization=0.28, e.g. to share it).",
+            N_(
+                "A summariser (2k-token prompts, 600-token answers, 4 requests/s) on an H100 the "
+                "engine was told to use only 28 % of (gpu_memory_utilization=0.28, e.g. to share "
+                "it)."
+            ),
             Workload(
                 600,
                 rate=4,
@@ -273,12 +328,14 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             expected="kv_pressure",
             fix={"engine": replace(V0_ENGINE, gpu_memory_utilization=0.9)},
             fix_label="gpu_memory_utilization 0.28 → 0.9",
-            fix_description="give the engine 90 % of the GPU (gpu_memory_utilization=0.9)",
+            fix_description=N_("give the engine 90 % of the GPU (gpu_memory_utilization=0.9)"),
         ),
         CaseStudy(
             "prefill_interference",
-            "A chat service where 30 % of requests paste an 8k-token document: 4 requests/s, "
-            "short answers (32 tokens), chunked prefill off (V0-like engine).",
+            N_(
+                "A chat service where 30 % of requests paste an 8k-token document: 4 requests/s, "
+                "short answers (32 tokens), chunked prefill off (V0-like engine)."
+            ),
             Workload(
                 800,
                 rate=4,
@@ -291,17 +348,21 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             fix={
                 "engine": replace(LONG_V0_ENGINE, chunked_prefill=True, max_num_batched_tokens=384)
             },
-            fix_label="chunked prefill, 384-token steps",
-            fix_description="turn on chunked prefill with a 384-token step budget, so a document "
-            "is split over ~21 steps and decodes keep running between the chunks (the stalls go; "
-            "each chunk still costs its compute, so a smaller budget trades the documents' TTFT "
-            "for smoother decoding)",
+            fix_label=N_("chunked prefill, 384-token steps"),
+            fix_description=N_(
+                "turn on chunked prefill with a 384-token step budget, so a document "
+                "is split over ~21 steps and decodes keep running between the chunks (the stalls "
+                "go; each chunk still costs its compute, so a smaller budget trades the documents' "
+                "TTFT for smoother decoding)"
+            ),
             token_times=True,
         ),
         CaseStudy(
             "head_of_line",
-            "A chat service on a V1-like engine (chunked prefill on, 2,048-token steps) where one "
-            "request in twenty pastes a 50k-token report: 1 request/s.",
+            N_(
+                "A chat service on a V1-like engine (chunked prefill on, 2,048-token steps) where "
+                "one request in twenty pastes a 50k-token report: 1 request/s."
+            ),
             Workload(
                 600,
                 rate=1.0,
@@ -313,16 +374,24 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             expected="head_of_line",
             fix={"engine": replace(V1_ENGINE, long_prefill_token_threshold=HOL_THRESHOLD)},
             fix_label=f"--long-prefill-token-threshold {HOL_THRESHOLD}",
-            fix_description=f"cap each request's prefill chunk per step at {HOL_THRESHOLD} tokens "
-            f"(--long-prefill-token-threshold {HOL_THRESHOLD}, vLLM V1; default 0 = no cap): a "
-            "long prompt no longer takes the whole step, so the short prompts behind it are "
-            "prefilled in the same steps (the long prompts' own prefill takes more steps)",
+            fix_description=_Text(
+                N_(
+                    "cap each request's prefill chunk per step at {threshold} tokens "
+                    "(--long-prefill-token-threshold {threshold}, vLLM V1; default 0 = no cap): a "
+                    "long prompt no longer takes the whole step, so the short prompts behind it "
+                    "are prefilled in the same steps (the long prompts' own prefill takes more "
+                    "steps)"
+                ),
+                threshold=HOL_THRESHOLD,
+            ),
             token_times=True,
         ),
         CaseStudy(
             "busy",
-            "The 1k-token chat service on a V1-like engine (chunked prefill on) at 15 "
-            "requests/s: the server keeps up, TTFT is fine, TPOT is not.",
+            N_(
+                "The 1k-token chat service on a V1-like engine (chunked prefill on) at 15 "
+                "requests/s: the server keeps up, TTFT is fine, TPOT is not."
+            ),
             Workload(
                 1500,
                 rate=15,
@@ -333,9 +402,11 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
             fix={"weight_dtype": "fp8"},
-            fix_label="FP8 weights (weight_dtype='fp8')",
-            fix_description="FP8 weights (weight_dtype='fp8'): each decode step reads half the "
-            "weight bytes, so ~150 requests decoding together step faster",
+            fix_label=N_("FP8 weights (weight_dtype='fp8')"),
+            fix_description=N_(
+                "FP8 weights (weight_dtype='fp8'): each decode step reads half the "
+                "weight bytes, so ~150 requests decoding together step faster"
+            ),
             attempts=(
                 (
                     "--max-num-seqs 64",
@@ -346,8 +417,10 @@ CASE_STUDIES: dict[str, CaseStudy] = {
         ),
         CaseStudy(
             "ramp",
-            "Traffic that grows from 3 to 25 requests/s over 80 s (1k-token prompts, "
-            "256-token answers, V1-like engine): fine at first, overloaded at the end.",
+            N_(
+                "Traffic that grows from 3 to 25 requests/s over 80 s (1k-token prompts, "
+                "256-token answers, V1-like engine): fine at first, overloaded at the end."
+            ),
             RampWorkload(
                 1200,
                 rate=3,
@@ -359,26 +432,32 @@ CASE_STUDIES: dict[str, CaseStudy] = {
             Deployment(profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="overload",
             fix={"n_gpus": 2},
-            fix_label="TP = 2 (n_gpus=2)",
-            fix_description="tensor parallelism over two H100s (n_gpus=2)",
-            attempts=(("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),),
+            fix_label=N_("TP = 2 (n_gpus=2)"),
+            fix_description=N_("tensor parallelism over two H100s (n_gpus=2)"),
+            attempts=(
+                (N_("FP8 weights (weight_dtype='fp8')"), "software", {"weight_dtype": "fp8"}),
+            ),
         ),
         CaseStudy(
             "slow_gpu",
-            "Llama-3.1-8B in BF16 on one L4 (300 GB/s) for a chat service with a 20 ms TPOT "
-            "target, at a light 0.3 requests/s.",
+            N_(
+                "Llama-3.1-8B in BF16 on one L4 (300 GB/s) for a chat service with a 20 ms TPOT "
+                "target, at a light 0.3 requests/s."
+            ),
             Workload(
                 300, rate=0.3, prompt_tokens=_CHAT_PROMPTS, output_tokens=_CHAT_ANSWERS, seed=9
             ),
             Deployment(gpu="l4", profile=CASE_PROFILE, engine=V1_ENGINE),
             expected="too_slow",
             fix={"weight_dtype": "fp8", "n_gpus": 2},
-            fix_label="FP8 weights + TP = 2 (n_gpus=2)",
-            fix_description="FP8 weights on two L4s with tensor parallelism (keeps the FP8 "
-            "weights): a quarter of the weight bytes per GPU per step",
+            fix_label=N_("FP8 weights + TP = 2 (n_gpus=2)"),
+            fix_description=N_(
+                "FP8 weights on two L4s with tensor parallelism (keeps the FP8 "
+                "weights): a quarter of the weight bytes per GPU per step"
+            ),
             attempts=(
-                ("FP8 KV cache (kv_dtype='fp8')", "setting", {"kv_dtype": "fp8"}),
-                ("FP8 weights (weight_dtype='fp8')", "software", {"weight_dtype": "fp8"}),
+                (N_("FP8 KV cache (kv_dtype='fp8')"), "setting", {"kv_dtype": "fp8"}),
+                (N_("FP8 weights (weight_dtype='fp8')"), "software", {"weight_dtype": "fp8"}),
             ),
         ),
     ]

@@ -26,6 +26,7 @@ from llminfer.diagnose.procedure import (
     STALLS_IN_PREFILL_SHARE,
 )
 from llminfer.diagnose.signals import rank_correlation
+from llminfer.language import N_, _
 from llminfer.logs.metrics import STALL_FACTOR
 
 
@@ -60,8 +61,10 @@ def prefill_step(obs: Observations) -> Finding:
             "prefill",
             "ok",
             evidence,
-            f"one prefill alone takes {evidence['single_prefill_s']:.3g} s, within the target: "
-            "TTFT is the prefill of requests sent together (see queueing)",
+            _(
+                "one prefill alone takes {single:.3g} s, within the target: "
+                "TTFT is the prefill of requests sent together (see queueing)"
+            ).format(single=evidence["single_prefill_s"]),
             **common,
         )
     if obs.own is None:
@@ -70,25 +73,29 @@ def prefill_step(obs: Observations) -> Finding:
                 "prefill",
                 "cant_tell",
                 evidence,
-                "TTFT misses its target; without scheduled_ts (and with too few requests "
-                "arriving to an empty queue) the prompts' own prefill cannot be measured",
+                _(
+                    "TTFT misses its target; without scheduled_ts (and with too few requests "
+                    "arriving to an empty queue) the prompts' own prefill cannot be measured"
+                ),
                 missing=("scheduled_ts",),
                 **common,
             )
-        return Finding("prefill", "ok", evidence, "TTFT meets its target", **common)
+        return Finding("prefill", "ok", evidence, _("TTFT meets its target"), **common)
     own = obs.own
     evidence["stage_p90_s"] = finite_percentile(own, 90)
     evidence["share_of_slow_requests"] = obs.slow_share(own)
     own_slow = (obs.ttft > target) & (own > obs.ttft / 2)
     evidence["slow_own_prompt_p50_tokens"] = finite_percentile(obs.prompts[own_slow], 50)
     evidence["rho_prefill_prompt"] = rank_correlation(obs.prompts, own)
-    how = "measured" if obs.queue is not None else "estimated from requests that did not wait"
+    how = _("measured") if obs.queue is not None else _("estimated from requests that did not wait")
     if "ttft" not in obs.missed:
         return Finding(
             "prefill",
             "ok",
             evidence,
-            f"TTFT meets its target; own prefill p90 {evidence['stage_p90_s']:.3g} s",
+            _("TTFT meets its target; own prefill p90 {p90:.3g} s").format(
+                p90=evidence["stage_p90_s"]
+            ),
             **common,
         )
     if evidence["share_of_slow_requests"] > STAGE_SHARE:
@@ -96,17 +103,24 @@ def prefill_step(obs: Observations) -> Finding:
             "prefill",
             "problem",
             evidence,
-            f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target and the prompts' "
-            f"own prefill ({how}) is most of the TTFT of "
-            f"{evidence['share_of_slow_requests']:.0%} of the slow requests, whose prompts "
-            f"have {evidence['slow_own_prompt_p50_tokens']:,.0f} tokens (median): even with no "
-            "queue this GPU cannot prefill them within the target",
+            _(
+                "TTFT p90 {p90:.3g} s misses its {target:g} s target and the prompts' "
+                "own prefill ({how}) is most of the TTFT of {share:.0%} of the slow requests, "
+                "whose prompts have {tokens:,.0f} tokens (median): even with no "
+                "queue this GPU cannot prefill them within the target"
+            ).format(
+                p90=obs.ttft_p90,
+                target=target,
+                how=how,
+                share=evidence["share_of_slow_requests"],
+                tokens=evidence["slow_own_prompt_p50_tokens"],
+            ),
             cause="too_slow",
             suggestions=obs.suggestions("too_slow", "ttft"),
             **common,
         )
     return Finding(
-        "prefill", "ok", evidence, "prefill is not what makes TTFT miss its target", **common
+        "prefill", "ok", evidence, _("prefill is not what makes TTFT miss its target"), **common
     )
 
 
@@ -138,7 +152,7 @@ def decode_step(obs: Observations) -> Finding:
     """
     tpot_ok = np.isfinite(obs.tpot)
     if tpot_ok.sum() < MIN_REQUESTS:
-        return obs.too_few("decode", MIN_REQUESTS, "successful requests with a TPOT")
+        return obs.too_few("decode", MIN_REQUESTS, N_("successful requests with a TPOT"))
     common = {"samples": int(tpot_ok.sum()), "min_requests": MIN_REQUESTS}
     target = obs.slo["tpot_s"]
     d, p, tpot = obs.decoding, obs.overlap, obs.tpot
@@ -176,7 +190,9 @@ def decode_step(obs: Observations) -> Finding:
             "decode",
             "ok",
             evidence,
-            f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms meets its {target * 1e3:g} ms target",
+            _("TPOT p90 {p90:.3g} ms meets its {target:g} ms target").format(
+                p90=obs.tpot_p90 * 1e3, target=target * 1e3
+            ),
             **common,
         )
     a, b, c = _fit_tpot(tpot, d, p)
@@ -197,32 +213,40 @@ def decode_step(obs: Observations) -> Finding:
                 kv_dtype=obs.kv_dtype,
                 n_gpus=obs.n_gpus,
             ).tpot_s
-            how = "the step-time estimate for one request alone"
+            how = _("the step-time estimate for one request alone")
         else:
             alone = max(a + b, 0.0)
-            how = "TPOT against requests decoding together, extrapolated to one"
+            how = _("TPOT against requests decoding together, extrapolated to one")
         evidence["alone_tpot_s"] = alone
         alone_misses = alone > target
     if alone_misses:
         vs_floor = ""
         if "low_load_tpot_over_floor" in evidence:
             ratio = evidence["low_load_tpot_over_floor"]
-            vs_floor = f"; that is {ratio:.1f}× the bandwidth floor — " + (
-                "the hardware limit"
+            # TRANSLATORS: {why} is "the hardware limit" or "the engine is far from the floor …".
+            vs_floor = _("; that is {ratio:.1f}× the bandwidth floor — {why}").format(
+                ratio=ratio,
+                why=_("the hardware limit")
                 if ratio <= FLOOR_MULTIPLE
-                else "the engine is far from the floor (kernels, CUDA graphs, precision)"
+                else _("the engine is far from the floor (kernels, CUDA graphs, precision)"),
             )
+        seen = (
+            _("{tpot:.3g} ms with {batch:.1f} requests decoding together{vs_floor}").format(
+                tpot=evidence["low_load_tpot_s"] * 1e3,
+                batch=evidence["low_load_decoding"],
+                vs_floor=vs_floor,
+            )
+            if low_load_seen
+            else _("no request ran at low load, and {how} is {tpot:.3g} ms").format(
+                how=how, tpot=evidence["alone_tpot_s"] * 1e3
+            )
+        )
         return Finding(
             "decode",
             "problem",
             evidence,
-            f"TPOT misses its {target * 1e3:g} ms target even at low load: "
-            + (
-                f"{evidence['low_load_tpot_s'] * 1e3:.3g} ms with "
-                f"{evidence['low_load_decoding']:.1f} requests decoding together{vs_floor}"
-                if low_load_seen
-                else f"no request ran at low load, and {how} is "
-                f"{evidence['alone_tpot_s'] * 1e3:.3g} ms"
+            _("TPOT misses its {target:g} ms target even at low load: {seen}").format(
+                target=target * 1e3, seen=seen
             ),
             cause="too_slow",
             suggestions=obs.suggestions("too_slow", "tpot"),
@@ -252,35 +276,49 @@ def decode_step(obs: Observations) -> Finding:
             "decode",
             "problem",
             evidence,
-            f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
-            "because other requests' prefills run during the slow requests' decode: "
-            f"{evidence['slow_prefill_overlap_tokens_per_s']:,.0f} prompt tokens/s against "
-            f"{obs.percentile(p, 50):,.0f} for the median request, adding ≈ "
-            f"{from_prefill * 1e3:.3g} ms per "
-            f"token (a bigger batch ≈ {from_batch * 1e3:.3g} ms) — long prefills stall the "
-            "decode steps they share",
+            _(
+                "TPOT p90 {p90:.3g} ms misses its {target:g} ms target "
+                "because other requests' prefills run during the slow requests' decode: "
+                "{slow:,.0f} prompt tokens/s against {median:,.0f} for the median request, "
+                "adding ≈ {prefill:.3g} ms per token (a bigger batch ≈ {batch:.3g} ms) — long "
+                "prefills stall the decode steps they share"
+            ).format(
+                p90=obs.tpot_p90 * 1e3,
+                target=target * 1e3,
+                slow=evidence["slow_prefill_overlap_tokens_per_s"],
+                median=obs.percentile(p, 50),
+                prefill=from_prefill * 1e3,
+                batch=from_batch * 1e3,
+            ),
             cause="interference",
             suggestions=obs.suggestions("interference"),
             **common,
         )
     alone_note = (
-        f"; one request alone would take ≈ {evidence['alone_tpot_s'] * 1e3:.3g} ms"
+        _("; one request alone would take ≈ {tpot:.3g} ms").format(
+            tpot=evidence["alone_tpot_s"] * 1e3
+        )
         if "alone_tpot_s" in evidence
         else ""
     )
-    reason = (
-        f"the slow requests decoded {evidence['slow_decoding_together_p50']:.0f} together "
-        f"(the quietest {evidence['low_load_decoding']:.1f}{alone_note}) and every decode "
-        "shares its steps with the prompts that keep arriving "
-        f"({obs.percentile(p, 50):,.0f} prompt tokens/s at the median)"
+    reason = _(
+        "the slow requests decoded {slow:.0f} together (the quietest {quiet:.1f}{alone_note}) "
+        "and every decode shares its steps with the prompts that keep arriving "
+        "({prompts:,.0f} prompt tokens/s at the median)"
+    ).format(
+        slow=evidence["slow_decoding_together_p50"],
+        quiet=evidence["low_load_decoding"],
+        alone_note=alone_note,
+        prompts=obs.percentile(p, 50),
     )
     return Finding(
         "decode",
         "problem",
         evidence,
-        f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target under "
-        f"load but not at low load: {reason} — more load than one replica serves within the "
-        "TPOT target",
+        _(
+            "TPOT p90 {p90:.3g} ms misses its {target:g} ms target under load but not at low "
+            "load: {reason} — more load than one replica serves within the TPOT target"
+        ).format(p90=obs.tpot_p90 * 1e3, target=target * 1e3, reason=reason),
         cause="overload",
         suggestions=obs.suggestions("overload", "tpot"),
         **common,
@@ -309,10 +347,15 @@ def _decode_from_stalls(obs: Observations, evidence: dict, common: dict) -> Find
     target = obs.slo["tpot_s"]
     smooth = evidence["tpot_p90_without_stalls_s"]
     share = evidence["stalls_in_prefill_share"]
-    stalls = (
-        f"{evidence['stalls']:,} stalls (gaps > {STALL_FACTOR:g}× the median gap of "
-        f"{evidence['itl_s_p50'] * 1e3:.3g} ms; ITL p99 {evidence['itl_s_p99'] * 1e3:.3g} ms), "
-        f"{share:.0%} of them while another request's prefill ran"
+    stalls = _(
+        "{stalls:,} stalls (gaps > {factor:g}× the median gap of {median:.3g} ms; ITL p99 "
+        "{p99:.3g} ms), {share:.0%} of them while another request's prefill ran"
+    ).format(
+        stalls=evidence["stalls"],
+        factor=STALL_FACTOR,
+        median=evidence["itl_s_p50"] * 1e3,
+        p99=evidence["itl_s_p99"] * 1e3,
+        share=share,
     )
     of_miss = (obs.tpot_p90 - smooth) / (obs.tpot_p90 - target)
     evidence["stall_share_of_miss"] = of_miss
@@ -321,15 +364,21 @@ def _decode_from_stalls(obs: Observations, evidence: dict, common: dict) -> Find
             "decode",
             "problem",
             evidence,
-            f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target "
-            f"because of {stalls}; with each stall a median gap TPOT p90 would be "
-            f"{smooth * 1e3:.3g} ms ("
-            + (
-                "the stalls alone make the whole miss"
+            # TRANSLATORS: {stalls} says how many stalls and how long; {share} is "the stalls
+            # alone make the whole miss" or "40% of the miss is stalls".
+            _(
+                "TPOT p90 {p90:.3g} ms misses its {target:g} ms target because of {stalls}; "
+                "with each stall a median gap TPOT p90 would be {smooth:.3g} ms ({share}) — "
+                "long prefills stall the decode steps they share"
+            ).format(
+                p90=obs.tpot_p90 * 1e3,
+                target=target * 1e3,
+                stalls=stalls,
+                smooth=smooth * 1e3,
+                share=_("the stalls alone make the whole miss")
                 if of_miss >= 1
-                else f"{of_miss:.0%} of the miss is stalls"
-            )
-            + ") — long prefills stall the decode steps they share",
+                else _("{share:.0%} of the miss is stalls").format(share=of_miss),
+            ),
             cause="interference",
             suggestions=obs.suggestions("interference"),
             **common,
@@ -338,11 +387,19 @@ def _decode_from_stalls(obs: Observations, evidence: dict, common: dict) -> Find
         "decode",
         "problem",
         evidence,
-        f"TPOT p90 {obs.tpot_p90 * 1e3:.3g} ms misses its {target * 1e3:g} ms target under load "
-        f"but not at low load, and mostly not because of stalls: with each of the {stalls} a "
-        f"median gap TPOT p90 would still be {smooth * 1e3:.3g} ms; requests decode "
-        f"{evidence['decoding_together_p50']:.0f} together at the median — more load than one "
-        "replica serves within the TPOT target",
+        _(
+            "TPOT p90 {p90:.3g} ms misses its {target:g} ms target under load "
+            "but not at low load, and mostly not because of stalls: with each of the {stalls} a "
+            "median gap TPOT p90 would still be {smooth:.3g} ms; requests decode "
+            "{together:.0f} together at the median — more load than one "
+            "replica serves within the TPOT target"
+        ).format(
+            p90=obs.tpot_p90 * 1e3,
+            target=target * 1e3,
+            stalls=stalls,
+            smooth=smooth * 1e3,
+            together=evidence["decoding_together_p50"],
+        ),
         cause="overload",
         suggestions=obs.suggestions("overload", "tpot"),
         **common,

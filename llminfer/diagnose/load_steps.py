@@ -29,6 +29,7 @@ from llminfer.diagnose.procedure import (
     STAGE_SHARE,
 )
 from llminfer.diagnose.signals import rank_correlation, tokens_in_flight_peak
+from llminfer.language import _, get_language
 from llminfer.sim.simulate import EngineConfig, kv_capacity_blocks
 
 
@@ -56,8 +57,10 @@ def workload_step(obs: Observations) -> Finding:
             "workload",
             "cant_tell",
             evidence,
-            f"only {obs.n_ok} successful requests of {len(m)}: p90 needs at least {MIN_REQUESTS}",
-            missing=(f"at least {MIN_REQUESTS} successful requests",),
+            _("only {n} successful requests of {total}: p90 needs at least {need}").format(
+                n=obs.n_ok, total=len(m), need=MIN_REQUESTS
+            ),
+            missing=(_("at least {need} successful requests").format(need=MIN_REQUESTS),),
             samples=obs.n_ok,
             min_requests=MIN_REQUESTS,
         )
@@ -65,7 +68,7 @@ def workload_step(obs: Observations) -> Finding:
         "workload",
         "ok",
         evidence,
-        f"{obs.n_ok} successful requests: enough to read p90",
+        _("{n} successful requests: enough to read p90").format(n=obs.n_ok),
         samples=obs.n_ok,
         min_requests=MIN_REQUESTS,
     )
@@ -86,8 +89,10 @@ def failures_step(obs: Observations) -> Finding:
             "failures",
             "cant_tell",
             evidence,
-            f"only {total} requests; a failure rate needs at least {MIN_FAILURE_REQUESTS}",
-            missing=(f"at least {MIN_FAILURE_REQUESTS} requests",),
+            _("only {total} requests; a failure rate needs at least {need}").format(
+                total=total, need=MIN_FAILURE_REQUESTS
+            ),
+            missing=(_("at least {need} requests").format(need=MIN_FAILURE_REQUESTS),),
             samples=total,
             min_requests=MIN_FAILURE_REQUESTS,
         )
@@ -95,14 +100,18 @@ def failures_step(obs: Observations) -> Finding:
         errors = obs.log.requests.get("error")
         top = ""
         if errors is not None:
-            counts = errors[~obs.ok].fillna("").astype(str).replace("", "(no message)")
-            top = "; most common error: " + repr(counts.value_counts().index[0])
+            counts = errors[~obs.ok].fillna("").astype(str).replace("", _("(no message)"))
+            top = _("; most common error: {error}").format(
+                error=repr(counts.value_counts().index[0])
+            )
         return Finding(
             "failures",
             "problem",
             evidence,
-            f"{fraction:.1%} of requests failed: latency statistics describe only the "
-            f"survivors — read the errors (timeouts, out-of-memory, too long) first{top}",
+            _(
+                "{fraction:.1%} of requests failed: latency statistics describe only the "
+                "survivors — read the errors (timeouts, out-of-memory, too long) first{top}"
+            ).format(fraction=fraction, top=top),
             cause="failures",
             samples=total,
             min_requests=MIN_FAILURE_REQUESTS,
@@ -111,7 +120,7 @@ def failures_step(obs: Observations) -> Finding:
         "failures",
         "ok",
         evidence,
-        f"{failed} failed ({fraction:.1%})",
+        _("{failed} failed ({fraction:.1%})").format(failed=failed, fraction=fraction),
         samples=total,
         min_requests=MIN_FAILURE_REQUESTS,
     )
@@ -135,18 +144,27 @@ def memory_step(obs: Observations) -> Finding:
         evidence["preempted_fraction"] = float((counts > 0).mean())
         if evidence["preempted_fraction"] > MAX_PREEMPTED_FRACTION:
             signs.append(
-                f"{evidence['preemptions']} preemptions hit "
-                f"{evidence['preempted_fraction']:.0%} of requests (evicted and recomputed)"
+                _(
+                    "{preemptions} preemptions hit {fraction:.0%} of requests (evicted and "
+                    "recomputed)"
+                ).format(
+                    preemptions=evidence["preemptions"], fraction=evidence["preempted_fraction"]
+                )
             )
     if obs.server is not None:
         evidence.update(obs.server.as_dict())
         s = obs.server
         if s.preemptions:
-            signs.append(f"the server counted {s.preemptions:.0f} preemptions")
+            signs.append(
+                _("the server counted {preemptions:.0f} preemptions").format(
+                    preemptions=s.preemptions
+                )
+            )
         if s.kv_usage is not None and s.kv_usage >= KV_FULL_SHARE and (s.waiting or 0) > 0:
             signs.append(
-                f"the server's KV cache was {s.kv_usage:.0%} full with {s.waiting:.0f} "
-                "requests waiting"
+                _(
+                    "the server's KV cache was {usage:.0%} full with {waiting:.0f} requests waiting"
+                ).format(usage=s.kv_usage, waiting=s.waiting)
             )
     if obs.deployment_known:
         engine = obs.engine if obs.engine is not None else EngineConfig()
@@ -155,11 +173,22 @@ def memory_step(obs: Observations) -> Finding:
                 obs.model, obs.gpu, engine, obs.n_gpus, obs.weight_dtype, obs.kv_dtype
             )
         except ValueError as exc:  # not even one block: the weights leave no room
+            detail = str(exc)  # the simulator's own words, in English
+            if get_language() != "en":
+                detail = _(
+                    "the weights leave no room for even one KV block: {model} on {n_gpus} × "
+                    "{gpu} ({dtype} weights); use more GPUs or a narrower weight dtype"
+                ).format(
+                    model=obs.model.name,
+                    n_gpus=obs.n_gpus,
+                    gpu=obs.gpu.name,
+                    dtype=obs.weight_dtype,
+                )
             return Finding(
                 "memory",
                 "problem",
                 evidence,
-                str(exc),
+                detail,
                 cause="kv_pressure",
                 suggestions=obs.suggestions("kv_pressure"),
                 samples=obs.n_ok,
@@ -171,32 +200,40 @@ def memory_step(obs: Observations) -> Finding:
         evidence["peak_tokens_in_flight"] = round(peak)
         evidence["peak_share_of_capacity"] = peak / capacity
         if peak / capacity >= KV_FULL_SHARE:
-            signs.append(f"tokens in flight reach {peak / capacity:.0%} of the KV capacity")
+            signs.append(
+                _("tokens in flight reach {share:.0%} of the KV capacity").format(
+                    share=peak / capacity
+                )
+            )
     common = {"samples": obs.n_ok, "min_requests": MIN_REQUESTS}
     if signs and obs.missed:
         return Finding(
             "memory",
             "problem",
             evidence,
-            "the KV cache is full: " + "; ".join(signs),
+            _("the KV cache is full: {signs}").format(signs=_("; ").join(signs)),
             cause="kv_pressure",
             suggestions=obs.suggestions("kv_pressure"),
             **common,
         )
     if signs:
         return Finding(
-            "memory", "ok", evidence, "the targets are met, but " + "; ".join(signs), **common
+            "memory",
+            "ok",
+            evidence,
+            _("the targets are met, but {signs}").format(signs=_("; ").join(signs)),
+            **common,
         )
     if not evidence:
         return Finding(
             "memory",
             "cant_tell",
             evidence,
-            "no preemption count, no server scrape and no deployment: memory cannot be checked",
-            missing=("preemptions column or a /metrics scrape", "model and gpu"),
+            _("no preemption count, no server scrape and no deployment: memory cannot be checked"),
+            missing=(_("preemptions column or a /metrics scrape"), _("model and gpu")),
             **common,
         )
-    return Finding("memory", "ok", evidence, "the KV cache holds the load", **common)
+    return Finding("memory", "ok", evidence, _("the KV cache holds the load"), **common)
 
 
 def queueing_step(obs: Observations) -> Finding:
@@ -214,10 +251,10 @@ def queueing_step(obs: Observations) -> Finding:
     over = obs.overloaded_windows()
     if obs.queue is not None:
         wait = obs.queue
-        how = "measured: scheduled_ts"
+        how = _("measured: scheduled_ts")
     elif obs.own is not None:
         wait = np.maximum(obs.ttft - obs.own, 0.0)
-        how = "estimated: TTFT less the prefill of requests that arrived to an empty queue"
+        how = _("estimated: TTFT less the prefill of requests that arrived to an empty queue")
     else:
         wait = None
         how = ""
@@ -237,25 +274,31 @@ def queueing_step(obs: Observations) -> Finding:
             }
         )
     if "ttft" not in obs.missed:
-        text = f"TTFT p90 {obs.ttft_p90:.3g} s meets its {target:g} s target"
+        text = _("TTFT p90 {p90:.3g} s meets its {target:g} s target").format(
+            p90=obs.ttft_p90, target=target
+        )
         if wait is not None and evidence["stage_p90_s"] > STAGE_SHARE * target:
-            text += f", though waiting already takes {evidence['stage_p90_s']:.3g} s (p90)"
+            text += _(", though waiting already takes {wait:.3g} s (p90)").format(
+                wait=evidence["stage_p90_s"]
+            )
         return Finding("queueing", "ok", evidence, text, **common)
     if obs.lockstep is not None:
         return _lockstep(obs, evidence, common)
     if obs.slot_limited and (wait is None or evidence["share_of_slow_requests"] > STAGE_SHARE):
-        return _overload_queue(obs, evidence, common, f"({how})" if how else "")
+        return _overload_queue(obs, evidence, common, _("({how})").format(how=how) if how else "")
     if wait is None:
         if not over.empty:
-            how = "(no scheduled_ts: inferred from the waiting count)"
+            how = _("(no scheduled_ts: inferred from the waiting count)")
             return _overload_queue(obs, evidence, common, how)
         return Finding(
             "queueing",
             "cant_tell",
             evidence,
-            f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target, but without "
-            "scheduled_ts, and with too few requests arriving to an empty queue, waiting "
-            "cannot be told from prefill",
+            _(
+                "TTFT p90 {p90:.3g} s misses its {target:g} s target, but without "
+                "scheduled_ts, and with too few requests arriving to an empty queue, waiting "
+                "cannot be told from prefill"
+            ).format(p90=obs.ttft_p90, target=target),
             missing=("scheduled_ts",),
             **common,
         )
@@ -264,8 +307,10 @@ def queueing_step(obs: Observations) -> Finding:
             "queueing",
             "ok",
             evidence,
-            f"TTFT misses its target, but waiting ({how}) is most of the TTFT of only "
-            f"{evidence['share_of_slow_requests']:.0%} of the slow requests",
+            _(
+                "TTFT misses its target, but waiting ({how}) is most of the TTFT of only "
+                "{share:.0%} of the slow requests"
+            ).format(how=how, share=evidence["share_of_slow_requests"]),
             **common,
         )
     slow = obs.ttft > target
@@ -286,16 +331,25 @@ def queueing_step(obs: Observations) -> Finding:
             "queueing",
             "problem",
             evidence,
-            f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target and waiting ({how}) "
-            f"is most of the TTFT of {evidence['share_of_slow_requests']:.0%} of the slow "
-            "requests; the server keeps up on average, and the prompts ahead of the slow "
-            f"requests average {ahead_mean:,.0f} tokens, {spread:.0f}× the median prompt: "
-            "head-of-line blocking by long prompts",
+            _(
+                "TTFT p90 {p90:.3g} s misses its {target:g} s target and waiting ({how}) "
+                "is most of the TTFT of {share:.0%} of the slow requests; the server keeps up "
+                "on average, and the prompts ahead of the slow requests average "
+                "{ahead:,.0f} tokens, {spread:.0f}× the median prompt: head-of-line blocking by "
+                "long prompts"
+            ).format(
+                p90=obs.ttft_p90,
+                target=target,
+                how=how,
+                share=evidence["share_of_slow_requests"],
+                ahead=ahead_mean,
+                spread=spread,
+            ),
             cause="head_of_line",
             suggestions=obs.suggestions("head_of_line"),
             **common,
         )
-    return _overload_queue(obs, evidence, common, f"({how})")
+    return _overload_queue(obs, evidence, common, _("({how})").format(how=how))
 
 
 def _lockstep(obs: Observations, evidence: dict, common: dict) -> Finding:
@@ -306,12 +360,21 @@ def _lockstep(obs: Observations, evidence: dict, common: dict) -> Finding:
         "queueing",
         "problem",
         evidence,
-        f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target, but no request waited "
-        f"for a slot: at most {lock['in_flight_peak']} requests were in flight on "
-        f"{lock['slots']} slots. Requests sent together wait for each other's prefill "
-        f"(lockstep, as a closed loop's users in step): TTFT p50 {lock['ttft_p50_s']:.3g} s is "
-        f"{lock['ttft_p50_in_single_prefills']:.1f}× one prefill alone "
-        f"({lock['single_prefill_s']:.3g} s) — not overload",
+        _(
+            "TTFT p90 {p90:.3g} s misses its {target:g} s target, but no request waited "
+            "for a slot: at most {in_flight} requests were in flight on {slots} slots. "
+            "Requests sent together wait for each other's prefill (lockstep, as a closed "
+            "loop's users in step): TTFT p50 {p50:.3g} s is {times:.1f}× one prefill alone "
+            "({single:.3g} s) — not overload"
+        ).format(
+            p90=obs.ttft_p90,
+            target=target,
+            in_flight=lock["in_flight_peak"],
+            slots=lock["slots"],
+            p50=lock["ttft_p50_s"],
+            times=lock["ttft_p50_in_single_prefills"],
+            single=lock["single_prefill_s"],
+        ),
         cause="lockstep_prefill",
         suggestions=obs.suggestions("lockstep_prefill"),
         **common,
@@ -326,29 +389,50 @@ def _overload_queue(obs: Observations, evidence: dict, common: dict, how: str) -
             "queueing",
             "problem",
             evidence,
-            f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target: up to "
-            f"{obs.in_flight_peak} requests were in flight on {obs.slots} slots, so the rest "
-            f"waited for a free slot {how}: a slot queue",
+            # TRANSLATORS: {how} is how waiting was measured, in parentheses, or nothing.
+            _(
+                "TTFT p90 {p90:.3g} s misses its {target:g} s target: up to "
+                "{in_flight} requests were in flight on {slots} slots, so the rest "
+                "waited for a free slot {how}: a slot queue"
+            ).format(
+                p90=obs.ttft_p90,
+                target=target,
+                in_flight=obs.in_flight_peak,
+                slots=obs.slots,
+                how=how,
+            ),
             cause="slot_queue",
             suggestions=obs.suggestions("slot_queue"),
             **common,
         )
     where = (
-        f"in window {evidence['window']} requests arrive at "
-        f"{evidence['window_arrival_rps']:.3g}/s, more than are served: the queue grows from "
-        f"{evidence['window_waiting_start']:.0f} to "
-        f"{evidence['window_waiting_end']:.0f} waiting and TTFT p90 reaches "
-        f"{evidence['window_ttft_p90_s']:.3g} s"
+        _(
+            "in window {window} requests arrive at {arrivals:.3g}/s, more than are served: "
+            "the queue grows from {start:.0f} to {end:.0f} waiting and TTFT p90 reaches "
+            "{p90:.3g} s"
+        ).format(
+            window=evidence["window"],
+            arrivals=evidence["window_arrival_rps"],
+            start=evidence["window_waiting_start"],
+            end=evidence["window_waiting_end"],
+            p90=evidence["window_ttft_p90_s"],
+        )
         if "window" in evidence
-        else "requests wait for a slot although no window shows a growing queue: bursts of "
-        "arrivals or a scheduler cap (max_num_seqs)"
+        else _(
+            "requests wait for a slot although no window shows a growing queue: bursts of "
+            "arrivals or a scheduler cap (max_num_seqs)"
+        )
     )
     return Finding(
         "queueing",
         "problem",
         evidence,
-        f"TTFT p90 {obs.ttft_p90:.3g} s misses its {target:g} s target and waiting {how} is "
-        f"most of it: {where}",
+        # TRANSLATORS: {how} is how waiting was measured, in parentheses; {where} what shows
+        # the overload.
+        _(
+            "TTFT p90 {p90:.3g} s misses its {target:g} s target and waiting {how} is "
+            "most of it: {where}"
+        ).format(p90=obs.ttft_p90, target=target, how=how, where=where),
         cause="overload",
         suggestions=obs.suggestions("overload", "ttft"),
         **common,
@@ -372,9 +456,11 @@ def saturation_step(obs: Observations) -> Finding:
             "saturation",
             "cant_tell",
             evidence,
-            "all requests arrived at once (a batch, or a closed loop logged without arrival "
-            "times): arrivals say nothing about capacity; sweep the load instead (chapter 3)",
-            missing=("arrivals spread over time",),
+            _(
+                "all requests arrived at once (a batch, or a closed loop logged without arrival "
+                "times): arrivals say nothing about capacity; sweep the load instead (chapter 3)"
+            ),
+            missing=(_("arrivals spread over time"),),
             **common,
         )
     if obs.lockstep is not None:
@@ -383,8 +469,10 @@ def saturation_step(obs: Observations) -> Finding:
             "saturation",
             "ok",
             evidence,
-            f"no more requests in flight ({obs.in_flight_peak}) than slots ({obs.slots}): "
-            "arrivals follow completions (a closed loop), nothing queues for a slot",
+            _(
+                "no more requests in flight ({in_flight}) than slots ({slots}): "
+                "arrivals follow completions (a closed loop), nothing queues for a slot"
+            ).format(in_flight=obs.in_flight_peak, slots=obs.slots),
             **common,
         )
     over = obs.overloaded_windows()
@@ -403,10 +491,15 @@ def saturation_step(obs: Observations) -> Finding:
             "saturation",
             "problem",
             evidence,
-            f"in window {evidence['window']} requests arrive at up to "
-            f"{evidence['window_arrival_rps']:.3g}/s while {evidence['window_served_rps']:.3g}/s "
-            f"complete: the queue grows and TTFT p90 reaches "
-            f"{evidence['window_ttft_p90_s']:.3g} s",
+            _(
+                "in window {window} requests arrive at up to {arrivals:.3g}/s while "
+                "{served:.3g}/s complete: the queue grows and TTFT p90 reaches {p90:.3g} s"
+            ).format(
+                window=evidence["window"],
+                arrivals=evidence["window_arrival_rps"],
+                served=evidence["window_served_rps"],
+                p90=evidence["window_ttft_p90_s"],
+            ),
             cause="overload",
             suggestions=obs.suggestions("overload", "ttft"),
             **common,
@@ -416,8 +509,10 @@ def saturation_step(obs: Observations) -> Finding:
             "saturation",
             "problem",
             evidence,
-            f"the server completes {served:.3g} requests/s but {offered:.3g} arrive: the queue "
-            "grows for as long as the load lasts",
+            _(
+                "the server completes {served:.3g} requests/s but {offered:.3g} arrive: the queue "
+                "grows for as long as the load lasts"
+            ).format(served=served, offered=offered),
             cause="overload",
             suggestions=obs.suggestions("overload", "ttft"),
             **common,
@@ -426,6 +521,6 @@ def saturation_step(obs: Observations) -> Finding:
         "saturation",
         "ok",
         evidence,
-        "the server keeps up with the arrivals in every window",
+        _("the server keeps up with the arrivals in every window"),
         **common,
     )

@@ -39,6 +39,7 @@ import pandas as pd
 
 from llminfer.diagnose.procedure import SERVED_SHARE
 from llminfer.diagnose.signals import completion_rate
+from llminfer.language import _
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.reading import read_requests
 from llminfer.logs.schema import RequestLog
@@ -106,9 +107,10 @@ def measurement_step(
     log: RequestLog | pd.DataFrame, intended_rps: float | None = None
 ) -> pd.DataFrame:
     """Step 0: is the measurement sound? One row per check (clocks, warm_up, drain,
-    load_generator) with ``verdict`` (ok, warn, cant_tell), ``evidence`` and ``action``. See the
-    module docstring for the rules; ``intended_rps``: the rate the load generator was asked for
-    (requests/s), to tell whether it kept up.
+    load_generator) with ``verdict`` (ok, warn, cant_tell), ``evidence`` and ``action`` (what
+    to do, in the learner's language). See the module docstring for the rules;
+    ``intended_rps``: the rate the load generator was asked for (requests/s), to tell whether it
+    kept up.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
@@ -139,8 +141,10 @@ def _clocks(r: pd.DataFrame) -> tuple:
             "clocks",
             "cant_tell",
             {},
-            "no scheduled_ts: a server-side stamp would show "
-            "how long requests waited, and whether client and server clocks agree",
+            _(
+                "no scheduled_ts: a server-side stamp would show "
+                "how long requests waited, and whether client and server clocks agree"
+            ),
         )
     wait = (r["scheduled_ts"] - r["start_ts"]).to_numpy(float)
     shortest = float(np.nanmin(wait))
@@ -150,10 +154,12 @@ def _clocks(r: pd.DataFrame) -> tuple:
             "clocks",
             "warn",
             evidence,
-            f"no request was scheduled within "
-            f"{CLOCK_OFFSET_S * 1e3:g} ms of its arrival: either every one queued, or the "
-            "arrival (client) and scheduled (server) stamps come from clocks about that far "
-            "apart, network included; take both from one clock, or correct the offset",
+            _(
+                "no request was scheduled within "
+                "{offset:g} ms of its arrival: either every one queued, or the "
+                "arrival (client) and scheduled (server) stamps come from clocks about that far "
+                "apart, network included; take both from one clock, or correct the offset"
+            ).format(offset=CLOCK_OFFSET_S * 1e3),
         )
     return ("clocks", "ok", evidence, "")
 
@@ -164,7 +170,12 @@ def _warm_up(r: pd.DataFrame, m: pd.DataFrame) -> tuple:
     ttft = ttft[np.isfinite(ttft)]
     k = max(5, len(ttft) // 20)
     if len(ttft) < 4 * k:
-        return ("warm_up", "cant_tell", {"requests": len(ttft)}, f"needs at least {4 * k}")
+        return (
+            "warm_up",
+            "cant_tell",
+            {"requests": len(ttft)},
+            _("needs at least {n}").format(n=4 * k),
+        )
     first, rest = float(np.median(ttft[:k])), float(np.median(ttft[k:]))
     evidence = {"first_requests": k, "first_ttft_p50_s": first, "rest_ttft_p50_s": rest}
     if first > WARMUP_FACTOR * rest and first - rest >= WARMUP_MIN_S:
@@ -172,8 +183,10 @@ def _warm_up(r: pd.DataFrame, m: pd.DataFrame) -> tuple:
             "warm_up",
             "warn",
             evidence,
-            f"the first {k} requests are warm-up: drop them, "
-            "or send warm-up requests apart (llminfer bench --warmup)",
+            _(
+                "the first {k} requests are warm-up: drop them, "
+                "or send warm-up requests apart (llminfer bench --warmup)"
+            ).format(k=k),
         )
     return ("warm_up", "ok", evidence, "")
 
@@ -187,9 +200,11 @@ def _drain(r: pd.DataFrame) -> tuple:
             "drain",
             "warn",
             evidence,
-            "rates over first start → last end count the drain: "
-            "quote rates over the arrival window (served_rps here), and latencies of the "
-            "requests that arrived in it",
+            _(
+                "rates over first start → last end count the drain: "
+                "quote rates over the arrival window (served_rps here), and latencies of the "
+                "requests that arrived in it"
+            ),
         )
     return ("drain", "ok", evidence, "")
 
@@ -208,10 +223,12 @@ def _load_generator(r: pd.DataFrame, intended_rps: float | None) -> tuple:
             "load_generator",
             "warn",
             evidence,
-            "a closed loop: the queue stays in the "
-            "client, so the server's queue cannot grow; its throughput at saturation is the "
-            "capacity, but to see the queue users at a rate would meet, send open-loop "
-            "arrivals (llminfer bench --rate)",
+            _(
+                "a closed loop: the queue stays in the "
+                "client, so the server's queue cannot grow; its throughput at saturation is the "
+                "capacity, but to see the queue users at a rate would meet, send open-loop "
+                "arrivals (llminfer bench --rate)"
+            ),
         )
     if intended_rps is not None:
         n = len(r)
@@ -223,8 +240,10 @@ def _load_generator(r: pd.DataFrame, intended_rps: float | None) -> tuple:
                 "load_generator",
                 "warn",
                 evidence,
-                "the client sent slower than asked: it "
-                "saturated before the server (more client processes, or a faster client)",
+                _(
+                    "the client sent slower than asked: it "
+                    "saturated before the server (more client processes, or a faster client)"
+                ),
             )
     return ("load_generator", "ok", evidence, "")
 

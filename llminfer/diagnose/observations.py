@@ -38,6 +38,7 @@ from llminfer.diagnose.signals import (
 )
 from llminfer.diagnose.sorted_times import SortedTimes
 from llminfer.diagnose.suggestions import Setup, suggest
+from llminfer.language import N_, _
 from llminfer.logs.metrics import STALL_FACTOR
 from llminfer.logs.quantiles import select_percentiles
 from llminfer.logs.schema import RequestLog
@@ -260,15 +261,19 @@ class Observations:
     def suggestions(self, cause: str, detail: str = ""):
         return suggest(cause, self.setup(), detail)
 
-    def too_few(self, step: str, need: int, what: str = "successful requests") -> Finding:
-        """A "can't tell" finding for ``step``: fewer than ``need`` ``what``."""
+    def too_few(self, step: str, need: int, what: str = N_("successful requests")) -> Finding:
+        """A "can't tell" finding for ``step``: fewer than ``need`` ``what`` (English, marked for
+        the catalog; the finding says it in the learner's language)."""
+        what = _(what)
         return Finding(
             step,
             "cant_tell",
             {},
-            f"only {self.n_ok} {what}; this step needs at least {need} (p90 from fewer rests on a "
-            "handful of values)",
-            missing=(f"at least {need} {what}",),
+            _(
+                "only {n} {what}; this step needs at least {need} (p90 from fewer rests on a "
+                "handful of values)"
+            ).format(n=self.n_ok, what=what, need=need),
+            missing=(_("at least {need} {what}").format(need=need, what=what),),
             samples=self.n_ok,
             min_requests=need,
         )

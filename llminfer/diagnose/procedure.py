@@ -3,8 +3,9 @@
 Every threshold the steps (``llminfer.diagnose.load_steps``, ``llminfer.diagnose.latency_steps``)
 apply is a
 module constant here, so a reader can see (and change) it; ``procedure_table()`` prints the
-seven steps with these numbers in their rules, ``causes_table()`` the causes a diagnosis names.
-``llminfer.diagnose`` re-exports all of them.
+seven steps with these numbers in their rules, ``causes_table()`` the causes a diagnosis names
+(their texts in the learner's language, ``llminfer.set_language``; the steps and causes as
+keys). ``llminfer.diagnose`` re-exports all of them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from llminfer.diagnose.findings import CAUSES, CHAPTER, QUESTION, STEPS
+from llminfer.language import _
 from llminfer.logs.metrics import STALL_FACTOR
 
 #: Targets assumed when ``slo`` is not given: an interactive chat service (the same figures as
@@ -79,59 +81,84 @@ def procedure_table() -> pd.DataFrame:
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    stage = (
-        f"TTFT p90 misses the target and the stage is most of the TTFT of > {STAGE_SHARE:.0%} "
+    stage = _(
+        "TTFT p90 misses the target and the stage is most of the TTFT of > {share:.0%} "
         "of the slow requests"
-    )
+    ).format(share=STAGE_SHARE)
     rows = {
         "workload": (
-            "successful requests, prompt/answer lengths, offered rate, time windows",
-            f"at least {MIN_REQUESTS} successful requests, else not enough data",
+            _("successful requests, prompt/answer lengths, offered rate, time windows"),
+            _("at least {n} successful requests, else not enough data").format(n=MIN_REQUESTS),
             MIN_REQUESTS,
         ),
         "failures": (
-            "failed / all requests",
-            f"failures above {MAX_FAILED_FRACTION:.0%}",
+            _("failed / all requests"),
+            _("failures above {share:.0%}").format(share=MAX_FAILED_FRACTION),
             MIN_FAILURE_REQUESTS,
         ),
         "memory": (
-            "preemptions (log or /metrics); server KV usage; peak tokens in flight vs KV "
-            "capacity (chapter 4's plan)",
-            f"kv_pressure if a target is missed and > {MAX_PREEMPTED_FRACTION:.0%} of requests "
-            f"were preempted, or the cache is ≥ {KV_FULL_SHARE:.0%} full",
+            _(
+                "preemptions (log or /metrics); server KV usage; peak tokens in flight vs KV "
+                "capacity (chapter 4's plan)"
+            ),
+            _(
+                "kv_pressure if a target is missed and > {preempted:.0%} of requests "
+                "were preempted, or the cache is ≥ {full:.0%} full"
+            ).format(preempted=MAX_PREEMPTED_FRACTION, full=KV_FULL_SHARE),
             MIN_REQUESTS,
         ),
         "queueing": (
-            "waiting = scheduled − arrival (or TTFT − own prefill); work ahead at arrival; "
-            "queue growth per window",
-            f"if {stage}: overload when a window's queue grows (arrivals > service rate), "
-            f"head_of_line when the server keeps up and the prompts ahead of the slow requests "
-            f"average ≥ {LONG_PROMPT_SPREAD:g}× the median prompt; with the slots known and a "
-            f"closed loop (≥ {CLOSED_LOOP_SHARE:.0%} of arrivals within "
-            f"{CLOSED_LOOP_GAP_S * 1000:g} ms of an end): lockstep_prefill when in flight ≤ "
-            "slots and one prefill alone meets the target, slot_queue when in flight > slots",
+            _(
+                "waiting = scheduled − arrival (or TTFT − own prefill); work ahead at arrival; "
+                "queue growth per window"
+            ),
+            # TRANSLATORS: {stage} is the rule "TTFT p90 misses the target and the stage is …".
+            _(
+                "if {stage}: overload when a window's queue grows (arrivals > service rate), "
+                "head_of_line when the server keeps up and the prompts ahead of the slow requests "
+                "average ≥ {spread:g}× the median prompt; with the slots known and a "
+                "closed loop (≥ {closed:.0%} of arrivals within "
+                "{gap:g} ms of an end): lockstep_prefill when in flight ≤ "
+                "slots and one prefill alone meets the target, slot_queue when in flight > slots"
+            ).format(
+                stage=stage,
+                spread=LONG_PROMPT_SPREAD,
+                closed=CLOSED_LOOP_SHARE,
+                gap=CLOSED_LOOP_GAP_S * 1000,
+            ),
             MIN_REQUESTS,
         ),
         "prefill": (
-            "own prefill = first token − scheduled (or of requests that did not wait)",
-            f"too_slow if {stage}",
+            _("own prefill = first token − scheduled (or of requests that did not wait)"),
+            _("too_slow if {stage}").format(stage=stage),
             MIN_REQUESTS,
         ),
         "decode": (
-            "TPOT at low load; ITL p50/p99 and stalls in the token streams (token_ts); else TPOT "
-            "≈ a + b·decoding together + c·overlapping prefill tokens",
-            "too_slow if the low-load TPOT misses; else interference — with token_ts: when "
-            f"stalls (gaps > {STALL_FACTOR:g}× the median) make ≥ {STALL_SHARE_OF_MISS:.0%} of "
-            f"TPOT p90's miss and ≥ {STALLS_IN_PREFILL_SHARE:.0%} of them ran during another "
-            "request's prefill; without: when the slow requests overlapped ≥ "
-            f"{PREFILL_CONCENTRATION:g}× the median request's prefill work and it adds more to "
-            "their TPOT than their bigger batch — overload otherwise",
+            _(
+                "TPOT at low load; ITL p50/p99 and stalls in the token streams (token_ts); else "
+                "TPOT ≈ a + b·decoding together + c·overlapping prefill tokens"
+            ),
+            _(
+                "too_slow if the low-load TPOT misses; else interference — with token_ts: when "
+                "stalls (gaps > {factor:g}× the median) make ≥ {of_miss:.0%} of "
+                "TPOT p90's miss and ≥ {in_prefill:.0%} of them ran during another "
+                "request's prefill; without: when the slow requests overlapped ≥ "
+                "{concentration:g}× the median request's prefill work and it adds more to "
+                "their TPOT than their bigger batch — overload otherwise"
+            ).format(
+                factor=STALL_FACTOR,
+                of_miss=STALL_SHARE_OF_MISS,
+                in_prefill=STALLS_IN_PREFILL_SHARE,
+                concentration=PREFILL_CONCENTRATION,
+            ),
             MIN_REQUESTS,
         ),
         "saturation": (
-            "arrivals vs completions and queue growth per window; served vs offered overall",
-            f"overload if a window's queue grows while TTFT misses, or served < "
-            f"{SERVED_SHARE:.0%} of offered",
+            _("arrivals vs completions and queue growth per window; served vs offered overall"),
+            _(
+                "overload if a window's queue grows while TTFT misses, or served < "
+                "{share:.0%} of offered"
+            ).format(share=SERVED_SHARE),
             MIN_REQUESTS,
         ),
     }
@@ -139,7 +166,7 @@ def procedure_table() -> pd.DataFrame:
         [
             {
                 "step": step,
-                "question": QUESTION[step],
+                "question": _(QUESTION[step]),
                 "measurement": rows[step][0],
                 "rule": rows[step][1],
                 "min_requests": rows[step][2],
@@ -155,4 +182,5 @@ def causes_table() -> pd.DataFrame:
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    return pd.DataFrame({"meaning": CAUSES}).rename_axis("cause")
+    meanings = {cause: _(meaning) for cause, meaning in CAUSES.items()}
+    return pd.DataFrame({"meaning": meanings}).rename_axis("cause")

@@ -50,6 +50,7 @@ from llminfer.diagnose.observations import Observations
 from llminfer.diagnose.procedure import DEFAULT_SLO, MIN_REQUESTS
 from llminfer.diagnose.scrape import ServerMetrics, combine
 from llminfer.diagnose.suggestions import ENGINE_KINDS
+from llminfer.language import _
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.schema import RequestLog
 from llminfer.sim.simulate import EngineConfig
@@ -147,14 +148,16 @@ def diagnose(
         ]
     notes = []
     if not obs.deployment_known:
-        notes.append("(pass model= and gpu= to compare with the memory budget and the floors)")
+        notes.append(_("(pass model= and gpu= to compare with the memory budget and the floors)"))
     if engine is None:
-        notes.append("(engine settings unknown: suggestions that depend on them say 'if')")
+        notes.append(_("(engine settings unknown: suggestions that depend on them say 'if')"))
         if obs.n_ok >= 3 and obs.closed_loop:
             notes.append(
-                f"(a closed loop of {obs.in_flight_peak} users: give the server's slots, "
-                "engine max_num_seqs or --engine parallel=N, to tell requests sent together "
-                "from a queue for slots)"
+                _(
+                    "(a closed loop of {users} users: give the server's slots, "
+                    "engine max_num_seqs or --engine parallel=N, to tell requests sent together "
+                    "from a queue for slots)"
+                ).format(users=obs.in_flight_peak)
             )
     return Diagnosis(findings, targets, notes, missed=dict(obs.missed))
 

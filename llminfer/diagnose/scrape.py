@@ -54,6 +54,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llminfer.language import _
+
 NAMES = {
     "waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred", "sglang:num_queue_reqs"),
     "running": (
@@ -139,8 +141,10 @@ def parse_scrape(text: str, source: str = "<text>") -> ServerMetrics:
                 samples.setdefault(sample.name, []).append(float(sample.value))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise ValueError(
-            f"scrape {source} is not Prometheus text exposition format ({exc}); save it with "
-            "curl -s http://HOST:PORT/metrics"
+            _(
+                "scrape {source} is not Prometheus text exposition format ({error}); save it "
+                "with curl -s http://HOST:PORT/metrics"
+            ).format(source=source, error=exc)
         ) from None
     values: dict[str, float] = {}
     names = []
@@ -153,9 +157,15 @@ def parse_scrape(text: str, source: str = "<text>") -> ServerMetrics:
                 break
     if not values:
         raise ValueError(
-            f"scrape {source} holds no vLLM metric, nor llama.cpp's or SGLang's (looked for "
-            f"{', '.join(NAMES['waiting'])}, {', '.join(NAMES['running'])}, …): is it a vLLM, "
-            "llama-server (--metrics) or SGLang (--enable-metrics) server's /metrics?"
+            _(
+                "scrape {source} holds no vLLM metric, nor llama.cpp's or SGLang's (looked for "
+                "{waiting}, {running}, …): is it a vLLM, "
+                "llama-server (--metrics) or SGLang (--enable-metrics) server's /metrics?"
+            ).format(
+                source=source,
+                waiting=", ".join(NAMES["waiting"]),
+                running=", ".join(NAMES["running"]),
+            )
         )
     return ServerMetrics(
         **values, names=tuple(names), source=source, engine=_engine(name for _, name in names)
@@ -181,13 +191,15 @@ def read_scrape(path: str | Path, timeout_s: float = 10.0) -> ServerMetrics:
             with urllib.request.urlopen(path, timeout=timeout_s) as reply:
                 text = reply.read().decode("utf-8", errors="replace")
         except (OSError, ValueError) as exc:
-            raise ValueError(f"scrape {path}: could not fetch it: {exc}") from None
+            raise ValueError(
+                _("scrape {source}: could not fetch it: {error}").format(source=path, error=exc)
+            ) from None
         return parse_scrape(text, source=path)
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"scrape {path} is not UTF-8 text") from None
+        raise ValueError(_("scrape {source} is not UTF-8 text").format(source=path)) from None
     return parse_scrape(text, source=str(path))
 
 

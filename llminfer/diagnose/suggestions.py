@@ -11,12 +11,16 @@ when the engine's settings are unknown, a suggestion that depends on them says "
 the same hardware, then **software** (another checkpoint or a draft model, with accuracy to
 re-check), then **hardware** (more GPUs). Within a tier the one most likely to cure the cause
 comes first. Try them in that order, one change at a time, and measure after each.
+
+A suggestion's ``action`` and ``trades`` are in the learner's language (``llminfer.set_language``)
+at the time ``suggest`` makes it; its ``key`` and ``cost`` are what a program tests.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from llminfer.language import N_, _, get_language
 from llminfer.sim.simulate import EngineConfig
 
 #: Below this many tokens a prefill chunk already leaves decodes running between chunks.
@@ -26,11 +30,26 @@ HIGH_MEMORY_UTILIZATION = 0.9
 _NARROW = {"fp8", "int8", "int4", "fp4", "nvfp4"}
 #: What a change costs, cheapest first: ``suggest`` orders by this.
 COSTS = {
-    "setting": "an engine flag on the same hardware: restart and measure",
-    "software": "another checkpoint or model to add (quantised weights, a draft model): "
-    "accuracy to re-check",
-    "hardware": "more GPUs (or a second pool of them)",
+    "setting": N_("an engine flag on the same hardware: restart and measure"),
+    "software": N_(
+        "another checkpoint or model to add (quantised weights, a draft model): "
+        "accuracy to re-check"
+    ),
+    "hardware": N_("more GPUs (or a second pool of them)"),
 }
+# TRANSLATORS: the three costs of a change, as a suggestion shows them in brackets
+# ("[setting] ..."): an engine setting, software (another checkpoint), hardware (more GPUs).
+COST_NAMES = {"setting": N_("setting"), "software": N_("software"), "hardware": N_("hardware")}
+
+
+def _named(key: str, names: dict[str, str]) -> str:
+    """``key`` as a report shows it: the key itself in English (what a program tests), its
+    translated name in another language (the key where ``names`` has none)."""
+    if get_language() == "en" or key not in names:
+        return key
+    return _(names[key])
+
+
 #: The engines whose flags ``suggest`` speaks: vLLM (the default), llama.cpp's llama-server and
 #: SGLang. ``scrape.ServerMetrics.engine`` names them as ``vLLM``, ``llama.cpp``, ``SGLang``.
 ENGINE_KINDS = ("vllm", "llamacpp", "sglang")
@@ -67,7 +86,9 @@ class Suggestion:
             raise ValueError(f"cost={self.cost!r} must be one of {', '.join(COSTS)}")
 
     def __str__(self) -> str:
-        return f"[{self.cost}] {self.action} — trades: {self.trades}"
+        return _("[{cost}] {action} — trades: {trades}").format(
+            cost=_named(self.cost, COST_NAMES), action=self.action, trades=self.trades
+        )
 
 
 @dataclass(frozen=True)
@@ -99,10 +120,13 @@ class Setup:
 def _replica(s: Setup) -> Suggestion:
     return Suggestion(
         "add_replica",
-        f"add a replica ({s.replicas} → {s.replicas + 1}, each on {s.n_gpus} GPU(s)) behind the "
-        "load balancer",
-        "GPUs; each replica sees a smaller share of the load, but a request alone is no faster: "
-        "it cures a queue, not a TPOT that misses at the load each replica still gets",
+        _(
+            "add a replica ({replicas} → {more}, each on {n_gpus} GPU(s)) behind the load balancer"
+        ).format(replicas=s.replicas, more=s.replicas + 1, n_gpus=s.n_gpus),
+        _(
+            "GPUs; each replica sees a smaller share of the load, but a request alone is no "
+            "faster: it cures a queue, not a TPOT that misses at the load each replica still gets"
+        ),
         cost="hardware",
     )
 
@@ -110,10 +134,13 @@ def _replica(s: Setup) -> Suggestion:
 def _tp(s: Setup) -> Suggestion:
     return Suggestion(
         "tensor_parallel",
-        f"tensor parallelism {s.n_gpus} → {2 * s.n_gpus} GPUs per replica "
-        f"(--tensor-parallel-size {2 * s.n_gpus})",
-        "GPUs and an all-reduce every layer; every step gets faster (more FLOP/s and bandwidth) "
-        "and the KV cache grows, but throughput per GPU falls",
+        _(
+            "tensor parallelism {n_gpus} → {more} GPUs per replica (--tensor-parallel-size {more})"
+        ).format(n_gpus=s.n_gpus, more=2 * s.n_gpus),
+        _(
+            "GPUs and an all-reduce every layer; every step gets faster (more FLOP/s and "
+            "bandwidth) and the KV cache grows, but throughput per GPU falls"
+        ),
         cost="hardware",
     )
 
@@ -123,20 +150,27 @@ def _quantise(s: Setup) -> Suggestion | None:
         return None
     return Suggestion(
         "quantise_weights",
-        f"quantise the weights ({s.weight_dtype} → fp8, W8A8 on Hopper; or int4 weight-only)",
-        "accuracy to re-check on your task; weights read per decode step halve (fp8) and the "
-        "memory freed goes to the KV cache",
+        _("quantise the weights ({dtype} → fp8, W8A8 on Hopper; or int4 weight-only)").format(
+            dtype=s.weight_dtype
+        ),
+        _(
+            "accuracy to re-check on your task; weights read per decode step halve (fp8) and "
+            "the memory freed goes to the KV cache"
+        ),
         cost="software",
     )
 
 
-def _kv_fp8(s: Setup, gain: str = "twice the tokens fit in the same memory") -> Suggestion | None:
+def _kv_fp8(
+    s: Setup, gain: str = N_("twice the tokens fit in the same memory")
+) -> Suggestion | None:
+    """``gain``: what FP8 buys (English, marked for the catalog; translated here)."""
     if s.kv_dtype in _NARROW:
         return None
     return Suggestion(
         "kv_cache_fp8",
-        f"store the KV cache in FP8 (--kv-cache-dtype fp8, now {s.kv_dtype})",
-        f"a small accuracy risk from the scale factors; {gain}",
+        _("store the KV cache in FP8 (--kv-cache-dtype fp8, now {dtype})").format(dtype=s.kv_dtype),
+        _("a small accuracy risk from the scale factors; {gain}").format(gain=_(gain)),
         "04_memory_budget",
     )
 
@@ -145,27 +179,35 @@ def _memory_utilization(s: Setup) -> Suggestion | None:
     e = s.engine
     if e is not None and e.gpu_memory_utilization >= HIGH_MEMORY_UTILIZATION:
         return None
-    now = f"now {e.gpu_memory_utilization:g}" if e else "if it is below 0.9"
+    now = (
+        _("now {value:g}").format(value=e.gpu_memory_utilization) if e else _("if it is below 0.9")
+    )
     return Suggestion(
         "raise_gpu_memory_utilization",
-        f"raise --gpu-memory-utilization to 0.9–0.95 ({now})",
-        "memory other processes on the GPU could use, and less headroom against out-of-memory "
-        "in activations",
+        _("raise --gpu-memory-utilization to 0.9–0.95 ({now})").format(now=now),
+        _(
+            "memory other processes on the GPU could use, and less headroom against "
+            "out-of-memory in activations"
+        ),
         "04_memory_budget",
     )
 
 
 def _fewer_seqs(s: Setup, purpose: str) -> Suggestion | None:
+    """``purpose``: why (English, marked for the catalog; translated here)."""
     e = s.engine
     target = s.decoding_p50
     if e is not None and target == target and e.max_num_seqs <= max(1, int(target) // 2):
         return None
-    now = f"now {e.max_num_seqs}" if e else "from its current value"
+    now = _("now {value}").format(value=e.max_num_seqs) if e else _("from its current value")
     return Suggestion(
         "lower_max_num_seqs",
-        f"lower --max-num-seqs ({now}) {purpose}",
-        "fewer requests run at once: throughput falls and the queue (TTFT) grows under the same "
-        "load",
+        # TRANSLATORS: {now} is "now 256" or "from its current value"; {purpose} says why.
+        _("lower --max-num-seqs ({now}) {purpose}").format(now=now, purpose=_(purpose)),
+        _(
+            "fewer requests run at once: throughput falls and the queue (TTFT) grows under the "
+            "same load"
+        ),
     )
 
 
@@ -173,11 +215,14 @@ def _chunked_on(s: Setup) -> Suggestion | None:
     e = s.engine
     if e is not None and e.chunked_prefill:
         return None
+    action = _(
+        "turn on chunked prefill (--enable-chunked-prefill, with --max-num-batched-tokens "
+        "≤ {tokens})"
+    ).format(tokens=SMALL_CHUNK_TOKENS)
     return Suggestion(
         "enable_chunked_prefill",
-        "turn on chunked prefill (--enable-chunked-prefill, with --max-num-batched-tokens "
-        f"≤ {SMALL_CHUNK_TOKENS})" + ("" if e else ", if it is off"),
-        "long prompts' own TTFT rises a little (their prefill is split over several steps)",
+        action + ("" if e else _(", if it is off")),
+        _("long prompts' own TTFT rises a little (their prefill is split over several steps)"),
     )
 
 
@@ -187,17 +232,21 @@ def _smaller_chunk(s: Setup) -> Suggestion | None:
         return None
     return Suggestion(
         "smaller_prefill_chunk",
-        f"lower --max-num-batched-tokens {e.max_num_batched_tokens} → "
-        f"{SMALL_CHUNK_TOKENS} (smaller prefill chunks)",
-        "more steps per long prompt: its TTFT and the prefill throughput fall a little",
+        _("lower --max-num-batched-tokens {now} → {tokens} (smaller prefill chunks)").format(
+            now=e.max_num_batched_tokens, tokens=SMALL_CHUNK_TOKENS
+        ),
+        _("more steps per long prompt: its TTFT and the prefill throughput fall a little"),
     )
 
 
 def _disaggregate() -> Suggestion:
     return Suggestion(
         "disaggregate",
-        "disaggregate prefill and decode onto separate GPUs (DistServe-style)",
-        "at least two GPU pools to size, and a KV-cache transfer per request over the interconnect",
+        _("disaggregate prefill and decode onto separate GPUs (DistServe-style)"),
+        _(
+            "at least two GPU pools to size, and a KV-cache transfer per request over the "
+            "interconnect"
+        ),
         cost="hardware",
     )
 
@@ -205,9 +254,11 @@ def _disaggregate() -> Suggestion:
 def _speculative() -> Suggestion:
     return Suggestion(
         "speculative_decoding",
-        "speculative decoding (a draft model or n-gram/EAGLE proposer)",
-        "a draft's compute and memory; pays at small batches only — at large batches the "
-        "verification is no longer a free decode step",
+        _("speculative decoding (a draft model or n-gram/EAGLE proposer)"),
+        _(
+            "a draft's compute and memory; pays at small batches only — at large batches the "
+            "verification is no longer a free decode step"
+        ),
         cost="software",
     )
 
@@ -215,8 +266,8 @@ def _speculative() -> Suggestion:
 def _separate_long() -> Suggestion:
     return Suggestion(
         "separate_long_prompts",
-        "send long prompts to their own replica (a router that looks at the prompt length)",
-        "a replica that idles when long prompts are rare, and a router to run",
+        _("send long prompts to their own replica (a router that looks at the prompt length)"),
+        _("a replica that idles when long prompts are rare, and a router to run"),
         cost="hardware",
     )
 
@@ -227,12 +278,16 @@ def _long_prefill_cap(s: Setup) -> Suggestion | None:
         return None  # needs chunked prefill (suggested first); or already capped
     return Suggestion(
         "long_prefill_threshold",
-        "cap each request's prefill chunk per step (--long-prefill-token-threshold, vLLM V1; "
-        "default 0 = no cap): a few hundred tokens, well below --max-num-batched-tokens, so "
-        "prompts admitted behind a long one get budget in the same step"
-        + ("" if e else " (needs chunked prefill)"),
-        "the long prompts' own TTFT rises (their prefill takes more steps), and the short "
-        "requests now decode in steps that carry long-prompt chunks (TPOT)",
+        _(
+            "cap each request's prefill chunk per step (--long-prefill-token-threshold, vLLM "
+            "V1; default 0 = no cap): a few hundred tokens, well below --max-num-batched-tokens, "
+            "so prompts admitted behind a long one get budget in the same step"
+        )
+        + ("" if e else _(" (needs chunked prefill)")),
+        _(
+            "the long prompts' own TTFT rises (their prefill takes more steps), and the short "
+            "requests now decode in steps that carry long-prompt chunks (TPOT)"
+        ),
     )
 
 
@@ -242,39 +297,47 @@ def _prefix_caching(s: Setup) -> Suggestion | None:
         return None
     return Suggestion(
         "prefix_caching",
-        "turn on prefix caching (--enable-prefix-caching)" + ("" if e else ", if it is off"),
-        "KV memory held by cached blocks; helps only prompts that share a prefix",
+        _("turn on prefix caching (--enable-prefix-caching)") + ("" if e else _(", if it is off")),
+        _("KV memory held by cached blocks; helps only prompts that share a prefix"),
     )
 
 
 def _more_slots(s: Setup) -> Suggestion:
     e = s.engine
     now = e.max_num_seqs if e is not None else None
-    more = f"{now} → {2 * now}" if now else "raised from its current value"
+    more = f"{now} → {2 * now}" if now else _("raised from its current value")
     if s.engine_kind == "llamacpp":
         return Suggestion(
             "more_slots",
-            f"more slots (llama-server --parallel {more}; raise -c with it: the context is "
-            "split between the slots)",
-            "each slot's context is -c / --parallel, and more requests decode together: "
-            "TPOT rises a little; requests stop waiting for a free slot",
+            _(
+                "more slots (llama-server --parallel {more}; raise -c with it: the context is "
+                "split between the slots)"
+            ).format(more=more),
+            _(
+                "each slot's context is -c / --parallel, and more requests decode together: "
+                "TPOT rises a little; requests stop waiting for a free slot"
+            ),
         )
     flag = "--max-running-requests" if s.engine_kind == "sglang" else "--max-num-seqs"
     return Suggestion(
         "more_slots",
-        f"more slots ({flag} {more})",
-        "more requests decode together (TPOT rises) and share the KV cache; requests stop "
-        "waiting for a free slot",
+        _("more slots ({flag} {more})").format(flag=flag, more=more),
+        _(
+            "more requests decode together (TPOT rises) and share the KV cache; requests stop "
+            "waiting for a free slot"
+        ),
     )
 
 
 def _stagger() -> Suggestion:
     return Suggestion(
         "stagger_arrivals",
-        "measure with arrivals spread out (an open-loop rate, or users started at staggered "
-        "times): a closed loop whose users start together keeps sending their prompts in one "
-        "burst",
-        "nothing on the server; the figures then describe the traffic the service will see",
+        _(
+            "measure with arrivals spread out (an open-loop rate, or users started at staggered "
+            "times): a closed loop whose users start together keeps sending their prompts in "
+            "one burst"
+        ),
+        _("nothing on the server; the figures then describe the traffic the service will see"),
         "03_metrics",
     )
 
@@ -282,9 +345,12 @@ def _stagger() -> Suggestion:
 def _cpp_threads() -> Suggestion:
     return Suggestion(
         "threads",
-        "set llama-server --threads (decode) and --threads-batch (prompt) to the physical "
-        "cores (default: all logical ones on some builds); on a GPU offload all layers (-ngl 99)",
-        "cores other processes on the machine could use",
+        _(
+            "set llama-server --threads (decode) and --threads-batch (prompt) to the physical "
+            "cores (default: all logical ones on some builds); on a GPU offload all layers "
+            "(-ngl 99)"
+        ),
+        _("cores other processes on the machine could use"),
     )
 
 
@@ -292,15 +358,19 @@ def _cpp_batch(bigger: bool) -> Suggestion:
     if bigger:
         return Suggestion(
             "batch_size",
-            "raise llama-server's batch sizes (-b 2048 -ub 512 or more, ub ≤ b) so prompts "
-            "prefill in fewer, larger batches",
-            "memory for the larger compute buffers; decodes wait longer behind a prompt batch",
+            _(
+                "raise llama-server's batch sizes (-b 2048 -ub 512 or more, ub ≤ b) so prompts "
+                "prefill in fewer, larger batches"
+            ),
+            _("memory for the larger compute buffers; decodes wait longer behind a prompt batch"),
         )
     return Suggestion(
         "batch_size",
-        "lower llama-server's batch sizes (-b / -ub, e.g. 512 / 256) so a long prompt is "
-        "prefilled in smaller pieces between the other slots' decode steps",
-        "the long prompts' own TTFT rises a little (more, smaller batches)",
+        _(
+            "lower llama-server's batch sizes (-b / -ub, e.g. 512 / 256) so a long prompt is "
+            "prefilled in smaller pieces between the other slots' decode steps"
+        ),
+        _("the long prompts' own TTFT rises a little (more, smaller batches)"),
     )
 
 
@@ -309,10 +379,14 @@ def _cpp_quant(s: Setup) -> Suggestion | None:
         return None
     return Suggestion(
         "quantise_weights",
-        f"a more quantised GGUF ({s.weight_dtype} → Q8_0, or Q4_K_M: about a quarter of the "
-        "bytes of bf16)",
-        "accuracy to re-check on your task; fewer bytes read per decode step and more room "
-        "for the KV cache",
+        _(
+            "a more quantised GGUF ({dtype} → Q8_0, or Q4_K_M: about a quarter of the "
+            "bytes of bf16)"
+        ).format(dtype=s.weight_dtype),
+        _(
+            "accuracy to re-check on your task; fewer bytes read per decode step and more room "
+            "for the KV cache"
+        ),
         cost="software",
     )
 
@@ -322,8 +396,11 @@ def _cpp_kv(s: Setup) -> Suggestion | None:
         return None
     return Suggestion(
         "kv_cache_q8",
-        "quantise the KV cache (llama-server --cache-type-k q8_0 --cache-type-v q8_0, with -fa on)",
-        "a small accuracy risk; twice the tokens fit in the same memory",
+        _(
+            "quantise the KV cache (llama-server --cache-type-k q8_0 --cache-type-v q8_0, with "
+            "-fa on)"
+        ),
+        _("a small accuracy risk; twice the tokens fit in the same memory"),
         "04_memory_budget",
     )
 
@@ -331,8 +408,8 @@ def _cpp_kv(s: Setup) -> Suggestion | None:
 def _cpp_draft() -> Suggestion:
     return Suggestion(
         "speculative_decoding",
-        "speculative decoding with a small draft GGUF of the same family (llama-server -md)",
-        "the draft's memory and compute; pays with few slots busy",
+        _("speculative decoding with a small draft GGUF of the same family (llama-server -md)"),
+        _("the draft's memory and compute; pays with few slots busy"),
         cost="software",
     )
 
@@ -340,8 +417,8 @@ def _cpp_draft() -> Suggestion:
 def _cpp_replica() -> Suggestion:
     return Suggestion(
         "add_replica",
-        "another llama-server on its own GPU or machine behind the load balancer",
-        "a second machine or GPU; each server sees a smaller share of the load",
+        _("another llama-server on its own GPU or machine behind the load balancer"),
+        _("a second machine or GPU; each server sees a smaller share of the load"),
         cost="hardware",
     )
 
@@ -357,9 +434,11 @@ def _suggest_llamacpp(cause: str, s: Setup, detail: str) -> list[Suggestion | No
     if cause == "kv_pressure":
         fewer = Suggestion(
             "lower_max_num_seqs",
-            "fewer slots (llama-server --parallel) or a larger -c, so each slot holds its "
-            "requests' context",
-            "fewer requests run at once: the queue (TTFT) grows under the same load",
+            _(
+                "fewer slots (llama-server --parallel) or a larger -c, so each slot holds its "
+                "requests' context"
+            ),
+            _("fewer requests run at once: the queue (TTFT) grows under the same load"),
         )
         return [_cpp_kv(s), fewer, _cpp_quant(s)]
     if cause in ("head_of_line", "interference"):
@@ -414,14 +493,14 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
             scale.insert(0, _more_slots(setup))
         rest = [_quantise(setup)]
         if detail == "tpot":
-            rest.append(_fewer_seqs(setup, "to cap the batch that sets TPOT"))
+            rest.append(_fewer_seqs(setup, N_("to cap the batch that sets TPOT")))
             rest.append(_smaller_chunk(setup))
         out = scale + rest
     elif cause == "kv_pressure":
         out = [
             _memory_utilization(setup),
             _kv_fp8(setup),
-            _fewer_seqs(setup, "so the requests admitted fit the cache"),
+            _fewer_seqs(setup, N_("so the requests admitted fit the cache")),
             _quantise(setup),
             _tp(setup),
         ]
@@ -444,8 +523,10 @@ def suggest(cause: str | None, setup: Setup, detail: str = "") -> tuple[Suggesti
                 _quantise(setup),
                 _kv_fp8(
                     setup,
-                    "each decode step reads half the KV bytes, which at long contexts are "
-                    "most of what it reads",
+                    N_(
+                        "each decode step reads half the KV bytes, which at long contexts are "
+                        "most of what it reads"
+                    ),
                 ),
                 _speculative(),
                 _tp(setup),
