@@ -92,6 +92,9 @@ def test_the_other_readings_and_the_tolerance_in_chinese(zh, monkeypatch):
     assert "按百分数理解" in percent and "0–1 之间的小数" in percent, percent
     assert exercise("02.4").tolerance_text() == "误差不超过 ±1 条序列"
     assert exercise("04.1").tolerance_text() == "与答案相差不超过 2 %"
+    assert exercise("04.1").amount("31") == "31 个请求"
+    assert exercise("05.2").amount("0.14") == "0.14（占比）"
+    assert exercise("01.2").amount("4.5") == "4.5 ms"
     wrong = check("09.2", 1000).message
     assert "或放得下的完整序列数" in wrong, wrong
     _fractional_count(monkeypatch)
@@ -138,4 +141,5 @@ def test_english_is_what_it_always_was(en, monkeypatch):
     _fractional_count(monkeypatch, unit="gpus")
     assert "(whole gpus that fit;" in check("99.1", 35).message
     assert item.question_text == item.question and item.hint_text == item.hint
-    assert exercise("04.1").unit_text == "requests"
+    assert exercise("04.1").amount("31") == "31 requests"
+    assert exercise("01.2").amount("4.5") == "4.5 ms"

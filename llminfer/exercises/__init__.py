@@ -36,6 +36,20 @@ Answer = float | int | str
 
 #: Units whose answers are counts of whole things (a "how many" question may take an integer).
 COUNT_UNITS = ("requests", "gpus", "sequences", "tokens", "steps", "blocks", "replicas")
+#: A number with a unit that is a word, as the learner reads it (``{value}`` is the number):
+#: "12 requests", "12 个请求". Other units (ms, GiB, ×, %) follow the number after a space.
+UNIT_FORMS = {
+    "requests": N_("{value} requests"),
+    "GPUs": N_("{value} GPUs"),
+    "sequences": N_("{value} sequences"),
+    "tokens": N_("{value} tokens"),
+    "steps": N_("{value} steps"),
+    "users": N_("{value} users"),
+    "experts": N_("{value} experts"),
+    "requests/s": N_("{value} requests/s"),
+    "(share)": N_("{value} (share)"),
+    "(fraction, 0–1)": N_("{value} (fraction, 0–1)"),
+}
 #: What a right whole count is, and what a wrong answer to a "how many" question may also be,
 #: per count unit as the exercises spell it (other spellings get the general wording).
 WHOLE_COUNT = {
@@ -55,7 +69,7 @@ class Exercise:
     llminfer computes the answer, the answer's unit, the tolerance and a hint shown when a try
     is wrong. ``question``, ``hint`` and ``unit`` are written in English (marked ``N_`` for the
     catalogs; ``form`` and ``is_count`` read them); ``question_text``, ``hint_text`` and
-    ``unit_text`` are what the learner reads, in the language in use.
+    ``amount`` are what the learner reads, in the language in use.
 
     ``accept`` lists further accepted spellings for text answers (``"memory"`` for
     ``"memory-bound"``). The answer's form follows from ``unit``: ``"%"`` a percentage, a unit
@@ -88,11 +102,12 @@ class Exercise:
         """The hint in the learner's language ("" when there is none)."""
         return _(self.hint) if self.hint else ""
 
-    @property
-    def unit_text(self) -> str:
-        """The unit as the learner reads it after a number ("requests" → "个请求" in Chinese;
-        symbols such as "ms" or "×" stay as they are)."""
-        return _(self.unit) if self.unit else ""
+    def amount(self, value: str) -> str:
+        """``value`` (a number as text) with the answer's unit, in the language in use:
+        "12 requests" ("12 个请求" in Chinese), "3.5 ms", "12" without a unit."""
+        if self.unit in UNIT_FORMS:
+            return _(UNIT_FORMS[self.unit]).format(value=value)
+        return f"{value} {self.unit}".rstrip() if self.unit else value
 
     @property
     def form(self) -> str:
@@ -113,18 +128,14 @@ class Exercise:
     def tolerance_text(self) -> str:
         """The tolerance in words, as ``is_right`` applies it: "within 2 %", "within ±1
         sequences", "exactly"."""
-        unit = f" {self.unit_text}" if self.unit and self.unit.strip() != "%" else ""
         parts = []
         if self.rel_tol > 0:
             # TRANSLATORS: {percent} is the relative tolerance in per cent, e.g. "2".
             parts.append(_("within {percent:g} % of the answer").format(percent=self.rel_tol * 100))
         if self.abs_tol > 0:
-            # TRANSLATORS: {tolerance} is a number, {unit} its unit with a leading space
-            # (" sequences", " ms") or nothing.
-            within = _("within ±{tolerance:g}{unit}")
-            parts.append(
-                within.format(tolerance=self.abs_tol, unit=unit or " " + self.unit_text).rstrip()
-            )
+            # TRANSLATORS: {amount} is a tolerance with its unit: "±1 sequences", "±5 ms".
+            within = _("within {amount}").format(amount=self.amount(f"±{self.abs_tol:g}"))
+            parts.append(within.rstrip())
         if len(parts) == 2:
             # TRANSLATORS: {relative} and {absolute} are the two tolerances in words.
             return _("{relative} or {absolute}").format(relative=parts[0], absolute=parts[1])
@@ -238,13 +249,13 @@ def check(key: str, value: Answer) -> CheckResult:
     Introduced in: notebooks/01_introduction.ipynb
     """
     item = exercise(key)
-    unit = f" {item.unit_text}" if item.unit else ""
     how = item.reading(value)
+    answered = item.amount(repr(value))
     if how == "as asked":
-        # TRANSLATORS: {key} is the question ("04.2"), {value!r} the learner's answer as Python
-        # writes it, {unit} its unit with a leading space, or nothing.
-        message = _("✓ {key}: right — {value!r}{unit}.")
-        return CheckResult(key, True, message.format(key=key, value=value, unit=unit))
+        # TRANSLATORS: {key} is the question ("04.2"), {answered} the learner's answer with
+        # its unit ("31 requests", "'memory'").
+        message = _("✓ {key}: right — {answered}.")
+        return CheckResult(key, True, message.format(key=key, answered=answered))
     if how is not None:
         answer = float(item.answer())
         if how == "as a fraction":
@@ -262,7 +273,7 @@ def check(key: str, value: Answer) -> CheckResult:
         else:  # "as a whole count"
             whole = WHOLE_COUNT.get(item.unit)
             # TRANSLATORS: {unit} is the unit of a count ("requests", "GPUs").
-            fit = _(whole[0]) if whole else _("whole {unit} that fit").format(unit=item.unit_text)
+            fit = _(whole[0]) if whole else _("whole {unit} that fit").format(unit=item.unit)
             # TRANSLATORS: {fit} is "whole requests that fit" (or GPUs, tokens, ...).
             meant = _("{fit}; llminfer's unrounded value is {answer:.4g}").format(
                 fit=fit, answer=answer
@@ -290,7 +301,7 @@ def check(key: str, value: Answer) -> CheckResult:
                 _(whole[1])
                 if whole
                 # TRANSLATORS: {unit} is the unit of a count ("requests", "GPUs").
-                else _("the whole number of {unit} that fit").format(unit=item.unit_text)
+                else _("the whole number of {unit} that fit").format(unit=item.unit)
             )
             # TRANSLATORS: {expect} is "a number within 2 % of the answer"; {number} is
             # "the whole number of requests that fit".
@@ -298,11 +309,11 @@ def check(key: str, value: Answer) -> CheckResult:
     # TRANSLATORS: {hint} is the exercise's hint; the leading space separates it from the
     # sentence before.
     hint = _(" Hint: {hint}").format(hint=item.hint_text) if item.hint else ""
-    # TRANSLATORS: {expect} says what an answer must be ("a number within 2 % of the answer");
-    # {hint} is " Hint: ..." or nothing.
-    message = _("✗ {key}: not quite — {value!r}{unit} is not it (expected {expect}).{hint}")
+    # TRANSLATORS: {answered} is the learner's answer with its unit; {expect} says what an
+    # answer must be ("a number within 2 % of the answer"); {hint} is " Hint: ..." or nothing.
+    message = _("✗ {key}: not quite — {answered} is not it (expected {expect}).{hint}")
     return CheckResult(
-        key, False, message.format(key=key, value=value, unit=unit, expect=expect, hint=hint)
+        key, False, message.format(key=key, answered=answered, expect=expect, hint=hint)
     )
 
 

@@ -75,7 +75,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "2,048-in / 256-out estimate first report fits=True?"
         ),
         _gpus_for_70b,
-        unit=N_("GPUs"),
+        unit="GPUs",
         rel_tol=0.0,
         hint=N_("141 GB of weights; each H100 reports 81,559 MiB and vLLM uses 90 % of it."),
     ),

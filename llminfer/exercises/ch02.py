@@ -98,7 +98,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "tokens per sequence?"
         ),
         compute=_crossover_70b,
-        unit=N_("sequences"),
+        unit="sequences",
         rel_tol=0.0,
         abs_tol=1,
         hint=N_("decode_crossover_batch(get_model('llama-3.1-70b'), h100, 128)"),

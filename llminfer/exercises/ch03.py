@@ -171,7 +171,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "still meets both, in requests/s?"
         ),
         _best_rate_ttft_025,
-        unit=N_("requests/s"),
+        unit="requests/s",
         rel_tol=0.0,
         hint=N_("best_load(load_sweep, {'ttft_s': 0.25, 'tpot_s': 0.05}, percentile=99)."),
     ),

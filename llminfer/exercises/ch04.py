@@ -70,7 +70,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "at once (a count: max_concurrency rounded down)?"
         ),
         _falcon_on_l4,
-        unit=N_("requests"),
+        unit="requests",
         rel_tol=0.02,
         hint=N_("Falcon-7B has one KV head (MQA): 8 KiB per token."),
     ),
@@ -91,7 +91,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "max_concurrency rounded down)?"
         ),
         _fp8_70b_concurrency,
-        unit=N_("requests"),
+        unit="requests",
         rel_tol=0.02,
         hint=N_("70.6 GB of weights leave a few GiB of KV budget at 320 KiB per token."),
     ),
@@ -102,7 +102,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "least?"
         ),
         _deepseek_h200s,
-        unit=N_("GPUs"),
+        unit="GPUs",
         rel_tol=0.0,
         hint=N_(
             "671B parameters at 1 byte each, 143,771 MiB per H200, and the TP must divide "

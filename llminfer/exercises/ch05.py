@@ -130,7 +130,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "that the weights leave room for any KV cache?"
         ),
         _gpus_for_70b,
-        unit=N_("GPUs"),
+        unit="GPUs",
         rel_tol=0.0,
         hint=N_("141 GB of weights; each GPU keeps 10 % back and a reserve (plan_memory)."),
     ),
@@ -141,7 +141,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "256-token blocks: what share of the allocated KV slots is empty (0–1)?"
         ),
         _waste_256,
-        unit=N_("(share)"),
+        unit="(share)",
         rel_tol=0.05,
         hint=N_("A request wastes on average half a block: 128 slots of a ~770-token sequence."),
     ),
@@ -162,7 +162,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "(16-token blocks)?"
         ),
         _reused_15,
-        unit=N_("tokens"),
+        unit="tokens",
         rel_tol=0.0,
         hint=N_("Only whole blocks of the prefix are cached."),
     ),
@@ -221,7 +221,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "size (a power of two up to 1,024) does it make decoding slower than not speculating?"
         ),
         _spec_losing_batch,
-        unit=N_("sequences"),
+        unit="sequences",
         rel_tol=0.0,
         hint=N_("techniques.speculative_batch_table: find the first speedup below 1."),
     ),

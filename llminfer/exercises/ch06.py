@@ -228,7 +228,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "failed (vLLM's own summary says 1)?"
         ),
         compute=_vllm_failed,
-        unit=N_("requests"),
+        unit="requests",
         rel_tol=0.0,
         hint=N_("look at log.requests['error']: one is an HTTP error, one an empty response"),
     ),

@@ -87,7 +87,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "(replace(ramp.deployment, replicas=2)): what share of requests meets both targets?"
         ),
         lambda: _good_fraction("ramp", replicas=2),
-        unit=N_("(fraction, 0–1)"),
+        unit="(fraction, 0–1)",
         hint=N_(
             "ramp.requests(replace(ramp.deployment, replicas=2)), read_requests, then "
             "summarize(..., slo=CASE_SLO).good_fraction"
@@ -101,7 +101,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "what share of requests meets both targets?"
         ),
         _busy_at_128,
-        unit=N_("(fraction, 0–1)"),
+        unit="(fraction, 0–1)",
         hint=N_(
             "a smaller batch makes each step faster but leaves requests waiting: look at both "
             "TTFT and TPOT p90"

@@ -88,7 +88,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "does a client count if it counts chunks that carry text?"
         ),
         _tokens_counted,
-        unit=N_("tokens"),
+        unit="tokens",
         rel_tol=0.0,
         hint=N_("Only chunks with non-empty text are tokens; comments, role and usage are not."),
     ),
@@ -96,7 +96,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "08.2",
         N_("How many tokens does the default toy server's KV cache hold (ServeConfig())?"),
         _capacity_tokens,
-        unit=N_("tokens"),
+        unit="tokens",
         rel_tol=0.0,
         hint=N_("num_kv_blocks × block_size."),
     ),
@@ -107,7 +107,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "300-token prompt take until its first token, on an otherwise idle server?"
         ),
         _steps_to_first_token,
-        unit=N_("steps"),
+        unit="steps",
         rel_tol=0.0,
         hint=N_(
             "Each step computes at most 64 prompt tokens; the first token comes from the "
@@ -137,7 +137,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "which load (users) is the knee of the arrival-window throughput now?"
         ),
         _knee_at_16_sequences,
-        unit=N_("users"),
+        unit="users",
         rel_tol=0.0,
         hint=N_("Past max_num_seqs the batch cannot grow: more users only wait."),
     ),

@@ -58,7 +58,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "all?"
         ),
         _touched_at_32,
-        unit=N_("experts"),
+        unit="experts",
         hint=N_("E·(1 − (1 − k/E)^T) with E = 256, k = 8, T = 32."),
     ),
     Exercise(
@@ -68,7 +68,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "decode step does the step touch 90 % of the experts?"
         ),
         _qwen_bound_batch,
-        unit=N_("sequences"),
+        unit="sequences",
         hint=N_("Solve 1 − (1 − k/E)^T = 0.9 for T: T = ln(0.1) / ln(1 − 8/128)."),
     ),
     Exercise(
@@ -91,7 +91,7 @@ EXERCISES: tuple[Exercise, ...] = (
             "attention: how many sequences of 4,989 tokens fit in one GPU's KV cache?"
         ),
         _deepseek_seqs_per_gpu,
-        unit=N_("sequences"),
+        unit="sequences",
         hint=N_(
             "plan_ep_memory(model, gpu, 144, 'fp8', redundant_experts=32, context_tokens=4989)."
         ),
