@@ -275,9 +275,9 @@ class Explorer(ABC):
         if ready is None:
             self._image.value = self._picture(values)  # first: it is what the eye waits for
         self.warning = self.feasibility_warning(self.result)
+        not_feasible = html.escape(_("⚠ Not feasible:"))  # outside the f-string: extracted
         banner = (
-            f"<p style='color:#b00020'><b>{html.escape(_('⚠ Not feasible:'))}</b> "
-            f"{html.escape(self.warning)}</p>"
+            f"<p style='color:#b00020'><b>{not_feasible}</b> {html.escape(self.warning)}</p>"
             if self.warning
             else ""
         )
