@@ -30,17 +30,46 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
+from llminfer.language import N_, _
+
 Answer = float | int | str
 
 #: Units whose answers are counts of whole things (a "how many" question may take an integer).
 COUNT_UNITS = ("requests", "gpus", "sequences", "tokens", "steps", "blocks", "replicas")
+#: A number with a unit that is a word, as the learner reads it (``{value}`` is the number):
+#: "12 requests", "12 个请求". Other units (ms, GiB, ×, %) follow the number after a space.
+UNIT_FORMS = {
+    "requests": N_("{value} requests"),
+    "GPUs": N_("{value} GPUs"),
+    "sequences": N_("{value} sequences"),
+    "tokens": N_("{value} tokens"),
+    "steps": N_("{value} steps"),
+    "users": N_("{value} users"),
+    "experts": N_("{value} experts"),
+    "requests/s": N_("{value} requests/s"),
+    "(share)": N_("{value} (share)"),
+    "(fraction, 0–1)": N_("{value} (fraction, 0–1)"),
+}
+#: What a right whole count is, and what a wrong answer to a "how many" question may also be,
+#: per count unit as the exercises spell it (other spellings get the general wording).
+WHOLE_COUNT = {
+    "requests": (N_("whole requests that fit"), N_("the whole number of requests that fit")),
+    "GPUs": (N_("whole GPUs that fit"), N_("the whole number of GPUs that fit")),
+    "sequences": (N_("whole sequences that fit"), N_("the whole number of sequences that fit")),
+    "tokens": (N_("whole tokens that fit"), N_("the whole number of tokens that fit")),
+    "steps": (N_("whole steps that fit"), N_("the whole number of steps that fit")),
+    "blocks": (N_("whole blocks that fit"), N_("the whole number of blocks that fit")),
+    "replicas": (N_("whole replicas that fit"), N_("the whole number of replicas that fit")),
+}
 
 
 @dataclass(frozen=True)
 class Exercise:
     """One "Try it" question: its key ``"NN.k"`` (notebook NN, question k), what it asks, how
     llminfer computes the answer, the answer's unit, the tolerance and a hint shown when a try
-    is wrong.
+    is wrong. ``question``, ``hint`` and ``unit`` are written in English (marked ``N_`` for the
+    catalogs; ``form`` and ``is_count`` read them); ``question_text``, ``hint_text`` and
+    ``amount`` are what the learner reads, in the language in use.
 
     ``accept`` lists further accepted spellings for text answers (``"memory"`` for
     ``"memory-bound"``). The answer's form follows from ``unit``: ``"%"`` a percentage, a unit
@@ -64,6 +93,23 @@ class Exercise:
         return self.compute()
 
     @property
+    def question_text(self) -> str:
+        """The question in the learner's language."""
+        return _(self.question)
+
+    @property
+    def hint_text(self) -> str:
+        """The hint in the learner's language ("" when there is none)."""
+        return _(self.hint) if self.hint else ""
+
+    def amount(self, value: str) -> str:
+        """``value`` (a number as text) with the answer's unit, in the language in use:
+        "12 requests" ("12 个请求" in Chinese), "3.5 ms", "12" without a unit."""
+        if self.unit in UNIT_FORMS:
+            return _(UNIT_FORMS[self.unit]).format(value=value)
+        return f"{value} {self.unit}".rstrip() if self.unit else value
+
+    @property
     def form(self) -> str:
         """``"percent"``, ``"fraction"`` or ``""`` (neither), read from ``unit``."""
         unit = self.unit.lower()
@@ -82,13 +128,18 @@ class Exercise:
     def tolerance_text(self) -> str:
         """The tolerance in words, as ``is_right`` applies it: "within 2 %", "within ±1
         sequences", "exactly"."""
-        unit = f" {self.unit}" if self.unit and self.unit.strip() != "%" else ""
         parts = []
         if self.rel_tol > 0:
-            parts.append(f"within {self.rel_tol * 100:g} % of the answer")
+            # TRANSLATORS: {percent} is the relative tolerance in per cent, e.g. "2".
+            parts.append(_("within {percent:g} % of the answer").format(percent=self.rel_tol * 100))
         if self.abs_tol > 0:
-            parts.append(f"within ±{self.abs_tol:g}{unit or ' ' + self.unit}".rstrip())
-        return " or ".join(parts) if parts else "exactly the answer"
+            # TRANSLATORS: {amount} is a tolerance with its unit: "±1 sequences", "±5 ms".
+            within = _("within {amount}").format(amount=self.amount(f"±{self.abs_tol:g}"))
+            parts.append(within.rstrip())
+        if len(parts) == 2:
+            # TRANSLATORS: {relative} and {absolute} are the two tolerances in words.
+            return _("{relative} or {absolute}").format(relative=parts[0], absolute=parts[1])
+        return parts[0] if parts else _("exactly the answer")
 
     def _close(self, value: float, expected: float) -> bool:
         return math.isclose(value, expected, rel_tol=self.rel_tol, abs_tol=self.abs_tol)
@@ -198,31 +249,71 @@ def check(key: str, value: Answer) -> CheckResult:
     Introduced in: notebooks/01_introduction.ipynb
     """
     item = exercise(key)
-    unit = f" {item.unit}" if item.unit else ""
     how = item.reading(value)
+    answered = item.amount(repr(value))
     if how == "as asked":
-        return CheckResult(key, True, f"✓ {key}: right — {value!r}{unit}.")
+        # TRANSLATORS: {key} is the question ("04.2"), {answered} the learner's answer with
+        # its unit ("31 requests", "'memory'").
+        message = _("✓ {key}: right — {answered}.")
+        return CheckResult(key, True, message.format(key=key, answered=answered))
     if how is not None:
         answer = float(item.answer())
-        meant = {
-            "as a fraction": f"read as a fraction: {float(value) * 100:g} %; the question asks "
-            f"for a percentage (0–100), about {answer:.3g} %",
-            "as a percentage": f"read as a percentage: {float(value) / 100:g}; the question "
-            f"asks for a fraction (0–1), about {answer:.3g}",
-            "as a whole count": f"whole {item.unit} that fit; llminfer's unrounded value is "
-            f"{answer:.4g}",
-        }[how]
-        return CheckResult(key, True, f"✓ {key}: right — {value!r} ({meant}).")
+        if how == "as a fraction":
+            # TRANSLATORS: {percent} is the learner's fraction times 100, {answer} the answer.
+            meant = _(
+                "read as a fraction: {percent:g} %; the question asks for a percentage (0–100), "
+                "about {answer:.3g} %"
+            ).format(percent=float(value) * 100, answer=answer)
+        elif how == "as a percentage":
+            # TRANSLATORS: {fraction} is the learner's percentage divided by 100.
+            meant = _(
+                "read as a percentage: {fraction:g}; the question asks for a fraction (0–1), "
+                "about {answer:.3g}"
+            ).format(fraction=float(value) / 100, answer=answer)
+        else:  # "as a whole count"
+            whole = WHOLE_COUNT.get(item.unit)
+            # TRANSLATORS: {unit} is the unit of a count ("requests", "GPUs").
+            fit = _(whole[0]) if whole else _("whole {unit} that fit").format(unit=item.unit)
+            # TRANSLATORS: {fit} is "whole requests that fit" (or GPUs, tokens, ...).
+            meant = _("{fit}; llminfer's unrounded value is {answer:.4g}").format(
+                fit=fit, answer=answer
+            )
+        # TRANSLATORS: {meant} says how the answer was read ("read as a fraction: ...").
+        message = _("✓ {key}: right — {value!r} ({meant}).")
+        return CheckResult(key, True, message.format(key=key, value=value, meant=meant))
     if isinstance(item.answer(), str):
-        expect = "a word such as " + ", ".join(repr(a) for a in (item.answer(), *item.accept))
+        words = ", ".join(repr(a) for a in (item.answer(), *item.accept))
+        # TRANSLATORS: {words} are the accepted answers, quoted: 'memory', 'memory-bound'.
+        expect = _("a word such as {words}").format(words=words)
     else:
-        form = {"percent": " (a percentage, 0–100)", "fraction": " (a fraction, 0–1)"}
-        expect = f"a number{form.get(item.form, '')} {item.tolerance_text()}"
+        form = {
+            "percent": _(" (a percentage, 0–100)"),
+            "fraction": _(" (a fraction, 0–1)"),
+        }
+        # TRANSLATORS: {form} is " (a percentage, 0–100)", " (a fraction, 0–1)" or nothing;
+        # {tolerance} is "within 2 % of the answer" or the like.
+        expect = _("a number{form} {tolerance}").format(
+            form=form.get(item.form, ""), tolerance=item.tolerance_text()
+        )
         if item.is_count and math.floor(float(item.answer())) != float(item.answer()):
-            expect += f", or the whole number of {item.unit} that fit"
-    hint = f" Hint: {item.hint}" if item.hint else ""
+            whole = WHOLE_COUNT.get(item.unit)
+            number = (
+                _(whole[1])
+                if whole
+                # TRANSLATORS: {unit} is the unit of a count ("requests", "GPUs").
+                else _("the whole number of {unit} that fit").format(unit=item.unit)
+            )
+            # TRANSLATORS: {expect} is "a number within 2 % of the answer"; {number} is
+            # "the whole number of requests that fit".
+            expect = _("{expect}, or {number}").format(expect=expect, number=number)
+    # TRANSLATORS: {hint} is the exercise's hint; the leading space separates it from the
+    # sentence before.
+    hint = _(" Hint: {hint}").format(hint=item.hint_text) if item.hint else ""
+    # TRANSLATORS: {answered} is the learner's answer with its unit; {expect} says what an
+    # answer must be ("a number within 2 % of the answer"); {hint} is " Hint: ..." or nothing.
+    message = _("✗ {key}: not quite — {answered} is not it (expected {expect}).{hint}")
     return CheckResult(
-        key, False, f"✗ {key}: not quite — {value!r}{unit} is not it (expected {expect}).{hint}"
+        key, False, message.format(key=key, answered=answered, expect=expect, hint=hint)
     )
 
 

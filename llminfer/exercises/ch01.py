@@ -2,6 +2,7 @@
 
 from llminfer.cost.latency import estimate_latency, request_breakdown
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 from llminfer.specs.models import tensor_parallel_sizes
 from llminfer.specs.presets import get_gpu, get_model
 
@@ -33,39 +34,49 @@ def _gpus_for_70b() -> int:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "01.1",
-        "Prompt 32,768 instead of 2,048 tokens (Llama-3.1-8B, one H100 SXM): by what factor "
-        "does prefill (TTFT without queueing) grow?",
+        N_(
+            "Prompt 32,768 instead of 2,048 tokens (Llama-3.1-8B, one H100 SXM): by what factor "
+            "does prefill (TTFT without queueing) grow?"
+        ),
         _ttft_ratio,
         unit="×",
         rel_tol=0.05,
-        hint="16× more tokens, plus attention whose work grows with the square of the prompt.",
+        hint=N_("16× more tokens, plus attention whose work grows with the square of the prompt."),
     ),
     Exercise(
         "01.2",
-        "On an h200 instead of an h100-sxm, what is TPOT for the 2,048-in / 256-out request, "
-        "in ms?",
+        N_(
+            "On an h200 instead of an h100-sxm, what is TPOT for the 2,048-in / 256-out request, "
+            "in ms?"
+        ),
         _h200_tpot_ms,
         unit="ms",
         rel_tol=0.03,
-        hint="decode is memory-bound: the floor falls with 4.8 vs 3.35 TB/s; the fixed time per "
-        "layer does not.",
+        hint=N_(
+            "decode is memory-bound: the floor falls with 4.8 vs 3.35 TB/s; the fixed time per "
+            "layer does not."
+        ),
     ),
     Exercise(
         "01.3",
-        "With 128 output tokens (network 50 ms, queue 200 ms), what percentage of the end-to-end "
-        "time is decode?",
+        N_(
+            "With 128 output tokens (network 50 ms, queue 200 ms), what percentage of the "
+            "end-to-end time is decode?"
+        ),
         _decode_share_128,
         unit="%",
         rel_tol=0.03,
-        hint="decode = 127 steps × TPOT; divide by the sum of all four stages.",
+        hint=N_("decode = 127 steps × TPOT; divide by the sum of all four stages."),
     ),
     Exercise(
         "01.4",
-        "Llama-3.1-70B in BF16 on H100 SXMs: with how many GPUs (tensor parallel) does the "
-        "2,048-in / 256-out estimate first report fits=True?",
+        N_(
+            "Llama-3.1-70B in BF16 on H100 SXMs: with how many GPUs (tensor parallel) does the "
+            "2,048-in / 256-out estimate first report fits=True?"
+        ),
         _gpus_for_70b,
         unit="GPUs",
         rel_tol=0.0,
-        hint="141 GB of weights; each H100 reports 81,559 MiB and vLLM uses 90 % of it.",
+        hint=N_("141 GB of weights; each H100 reports 81,559 MiB and vLLM uses 90 % of it."),
     ),
 )

@@ -8,6 +8,7 @@ from llminfer.cost.memory import kv_cache_bytes
 from llminfer.cost.roofline import bound, decode_crossover_batch, step_cost
 from llminfer.cost.toy import ToyModel
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 from llminfer.specs.presets import get_gpu, get_model
 
 
@@ -60,39 +61,39 @@ def _batch_2_split_speedup() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         key="02.1",
-        question=(
+        question=N_(
             "Llama-3.1-8B decodes a batch of 1,024 sequences with 16 cached tokens each on an "
             "H100 SXM. At peak rates, is the step compute- or memory-bound?"
         ),
         compute=_decode_bound_at_batch_1024,
         accept=("compute-bound",),
-        hint="Intensity ≈ batch for decode with short caches; compare it with the ridge (295).",
+        hint=N_("Intensity ≈ batch for decode with short caches; compare it with the ridge (295)."),
     ),
     Exercise(
         key="02.2",
-        question=(
-            "With FP8 weights *and* FP8 activations (W8A8) on an H200, by what factor does TTFT "
-            "of a 2,048-token prompt shrink against BF16 on the same GPU?"
+        question=N_(
+            "With FP8 weights *and* FP8 activations (W8A8) on an H200, by what factor does TTFT of "
+            "a 2,048-token prompt shrink against BF16 on the same GPU?"
         ),
         compute=_fp8_ttft_speedup,
         unit="×",
         rel_tol=0.03,
-        hint="Compare estimate_latency(..., weight_dtype='fp8').ttft_s with the BF16 one.",
+        hint=N_("Compare estimate_latency(..., weight_dtype='fp8').ttft_s with the BF16 one."),
     ),
     Exercise(
         key="02.3",
-        question=(
+        question=N_(
             "And on the H200 with FP8 weights but BF16 matrix multiplies (weight-only FP8)? By "
             "what factor does TTFT shrink?"
         ),
         compute=_weight_only_fp8_ttft_speedup,
         unit="×",
         rel_tol=0.03,
-        hint="A GPU without an FP8 rate (replace(h200, fp8_flops=None)) computes in BF16.",
+        hint=N_("A GPU without an FP8 rate (replace(h200, fp8_flops=None)) computes in BF16."),
     ),
     Exercise(
         key="02.4",
-        question=(
+        question=N_(
             "At what batch does Llama-3.1-70B's decode cross the H100's ridge with 128 cached "
             "tokens per sequence?"
         ),
@@ -100,38 +101,37 @@ EXERCISES: tuple[Exercise, ...] = (
         unit="sequences",
         rel_tol=0.0,
         abs_tol=1,
-        hint="decode_crossover_batch(get_model('llama-3.1-70b'), h100, 128)",
+        hint=N_("decode_crossover_batch(get_model('llama-3.1-70b'), h100, 128)"),
     ),
     Exercise(
         key="02.5",
-        question=(
+        question=N_(
             "Rebuild the small toy with n_kv_heads=4 (plain multi-head attention): by what "
             "factor does with_cache.cache_bytes grow?"
         ),
         compute=_mha_cache_growth,
         unit="×",
-        hint="The KV cache stores n_kv_heads × head_dim per token per layer.",
+        hint=N_("The KV cache stores n_kv_heads × head_dim per token per layer."),
     ),
     Exercise(
         key="02.6",
-        question=(
-            "FlashAttention-2 uses 64-row query tiles for causal attention on RTX 40xx-class "
-            "GPUs instead of 128. For one Llama-3.1-8B layer at 32,768 tokens, by what factor "
-            "does the K/V traffic streamed into SRAM (flash2_traffic(...).kv_stream_bytes) grow?"
+        question=N_(
+            "FlashAttention-2 uses 64-row query tiles for causal attention on RTX 40xx-class GPUs "
+            "instead of 128. For one Llama-3.1-8B layer at 32,768 tokens, by what factor does the "
+            "K/V traffic streamed into SRAM (flash2_traffic(...).kv_stream_bytes) grow?"
         ),
         compute=_half_height_tiles,
         unit="×",
-        hint="Each K/V tile serves B_r query rows: half the rows, twice the tile loads.",
+        hint=N_("Each K/V tile serves B_r query rows: half the rows, twice the tile loads."),
     ),
     Exercise(
         key="02.7",
-        question=(
+        question=N_(
             "Llama-3.1-8B on one H100 SXM decodes 2 sequences of 32,768 cached tokens each: how "
-            "many times longer is the step under the measured 'pytorch' profile than under "
-            "'vllm'?"
+            "many times longer is the step under the measured 'pytorch' profile than under 'vllm'?"
         ),
         compute=_batch_2_split_speedup,
         unit="×",
-        hint="profile_table(llama3, h100, [2], [32768]): its 'ratio' and 'splits' columns",
+        hint=N_("profile_table(llama3, h100, [2], [32768]): its 'ratio' and 'splits' columns"),
     ),
 )

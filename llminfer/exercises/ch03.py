@@ -6,6 +6,7 @@ import pandas as pd
 
 from llminfer.exercises import Exercise
 from llminfer.exercises.datasets import dataset_path
+from llminfer.language import N_
 from llminfer.logs.definitions import compare_definitions
 from llminfer.logs.reading import read_requests
 from llminfer.logs.summary import summarize
@@ -121,47 +122,57 @@ def _best_rate_ttft_025() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "03.1",
-        "The demo request with 120 output tokens at the same 40 ms rhythm: what is llmperf's "
-        "'inter-token latency' E2E / N, in ms?",
+        N_(
+            "The demo request with 120 output tokens at the same 40 ms rhythm: what is llmperf's "
+            "'inter-token latency' E2E / N, in ms?"
+        ),
         _llmperf_itl_120,
         unit="ms",
         rel_tol=0.01,
-        hint="E2E = 0.40 s + 119 × 40 ms; divide by all 120 tokens.",
+        hint=N_("E2E = 0.40 s + 119 × 40 ms; divide by all 120 tokens."),
     ),
     Exercise(
         "03.2",
-        "In the last two minutes of the realistic log (the requests completed in [480 s, "
-        "600 s)), what is p90 TTFT, in s (about the tightest TTFT-only target that 90 % of "
-        "those requests meet)?",
+        N_(
+            "In the last two minutes of the realistic log (the requests completed in [480 s, "
+            "600 s)), what is p90 TTFT, in s (about the tightest TTFT-only target that 90 % of "
+            "those requests meet)?"
+        ),
         _late_p90_ttft,
         unit="s",
         rel_tol=0.02,
-        hint="summarize(big, window=since_first_start(big, 480, 600)).to_dict()['ttft_s_p90'].",
+        hint=N_("summarize(big, window=since_first_start(big, 480, 600)).to_dict()['ttft_s_p90']."),
     ),
     Exercise(
         "03.3",
-        "A one-token answer has no TPOT. Does summarize count it as meeting a TPOT target "
-        "(yes/no)?",
+        N_(
+            "A one-token answer has no TPOT. Does summarize count it as meeting a TPOT target "
+            "(yes/no)?"
+        ),
         _one_token_counts,
-        hint="build a one-request log with output_tokens=1 and read good_fraction.",
+        hint=N_("build a one-request log with output_tokens=1 and read good_fraction."),
         accept=("true",),
     ),
     Exercise(
         "03.4",
-        "At 32 requests/s in the simulated V0 engine, while requests still arrive (the arrival "
-        "window), what percentage of the GPU's step time is spent in steps that prefill?",
+        N_(
+            "At 32 requests/s in the simulated V0 engine, while requests still arrive (the arrival "
+            "window), what percentage of the GPU's step time is spent in steps that prefill?"
+        ),
         _prefill_share_at_32,
         unit="%",
         rel_tol=0.03,
-        hint="run.phases().loc['arrivals', 'prefill_time_share'] (a fraction), times 100.",
+        hint=N_("run.phases().loc['arrivals', 'prefill_time_share'] (a fraction), times 100."),
     ),
     Exercise(
         "03.5",
-        "Tighten the p99 TTFT target to 0.25 s (TPOT ≤ 50 ms): which is the highest rate that "
-        "still meets both, in requests/s?",
+        N_(
+            "Tighten the p99 TTFT target to 0.25 s (TPOT ≤ 50 ms): which is the highest rate that "
+            "still meets both, in requests/s?"
+        ),
         _best_rate_ttft_025,
         unit="requests/s",
         rel_tol=0.0,
-        hint="best_load(load_sweep, {'ttft_s': 0.25, 'tpot_s': 0.05}, percentile=99).",
+        hint=N_("best_load(load_sweep, {'ttft_s': 0.25, 'tpot_s': 0.05}, percentile=99)."),
     ),
 )

@@ -6,6 +6,7 @@ import numpy as np
 
 from llminfer.cost.memory import kv_utilization, plan_memory
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 from llminfer.specs.models import tensor_parallel_sizes
 from llminfer.specs.presets import get_gpu, get_model
 from llminfer.units import GiB
@@ -64,55 +65,67 @@ def _h100_gib() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "04.1",
-        "Falcon-7B at its full 2,048-token context on one l4: how many whole requests fit "
-        "at once (a count: max_concurrency rounded down)?",
+        N_(
+            "Falcon-7B at its full 2,048-token context on one l4: how many whole requests fit "
+            "at once (a count: max_concurrency rounded down)?"
+        ),
         _falcon_on_l4,
         unit="requests",
         rel_tol=0.02,
-        hint="Falcon-7B has one KV head (MQA): 8 KiB per token.",
+        hint=N_("Falcon-7B has one KV head (MQA): 8 KiB per token."),
     ),
     Exercise(
         "04.2",
-        "Llama-3.1-70B on one h100-sxm: which is the widest weight dtype (bf16, fp8, int4) with "
-        "which one request of 8,192 tokens fits?",
+        N_(
+            "Llama-3.1-70B on one h100-sxm: which is the widest weight dtype (bf16, fp8, int4) "
+            "with which one request of 8,192 tokens fits?"
+        ),
         _widest_dtype_70b,
-        hint="fp8 and int8 take one byte per weight; bf16 takes two.",
+        hint=N_("fp8 and int8 take one byte per weight; bf16 takes two."),
         accept=("int8",),
     ),
     Exercise(
         "04.3",
-        "With those fp8 weights, how many whole requests of 8,192 tokens fit at once (a count: "
-        "max_concurrency rounded down)?",
+        N_(
+            "With those fp8 weights, how many whole requests of 8,192 tokens fit at once (a count: "
+            "max_concurrency rounded down)?"
+        ),
         _fp8_70b_concurrency,
         unit="requests",
         rel_tol=0.02,
-        hint="70.6 GB of weights leave a few GiB of KV budget at 320 KiB per token.",
+        hint=N_("70.6 GB of weights leave a few GiB of KV budget at 320 KiB per token."),
     ),
     Exercise(
         "04.4",
-        "DeepSeek-V3 in fp8 on h200s (tensor parallel, 8,192-token context): how many GPUs at "
-        "least?",
+        N_(
+            "DeepSeek-V3 in fp8 on h200s (tensor parallel, 8,192-token context): how many GPUs at "
+            "least?"
+        ),
         _deepseek_h200s,
         unit="GPUs",
         rel_tol=0.0,
-        hint="671B parameters at 1 byte each, 143,771 MiB per H200, and the TP must divide "
-        "the 128 heads.",
+        hint=N_(
+            "671B parameters at 1 byte each, 143,771 MiB per H200, and the TP must divide "
+            "the 128 heads."
+        ),
     ),
     Exercise(
         "04.5",
-        "Section 6's lengths with 256-token blocks instead of 16: what percentage of allocated "
-        "KV slots is wasted (in per cent, e.g. 12.5, not the fraction 0.125)?",
+        N_(
+            "Section 6's lengths with 256-token blocks instead of 16: what percentage of allocated "
+            "KV slots is wasted (in per cent, e.g. 12.5, not the fraction 0.125)?"
+        ),
         _waste_block_256,
         unit="%",
         rel_tol=0.03,
-        hint="each request wastes the unused tail of its last block.",
+        hint=N_("each request wastes the unused tail of its last block."),
     ),
     Exercise(
         "04.6",
-        "How many GiB does the driver report for an '80 GB' h100-sxm?",
+        N_("How many GiB does the driver report for an '80 GB' h100-sxm?"),
         _h100_gib,
         unit="GiB",
         rel_tol=0.002,
-        hint="nvidia-smi prints 81,559 MiB; 1 GiB = 1,024 MiB.",
+        hint=N_("nvidia-smi prints 81,559 MiB; 1 GiB = 1,024 MiB."),
     ),
 )

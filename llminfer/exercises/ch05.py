@@ -6,6 +6,7 @@ from dataclasses import replace
 from functools import cache
 
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 from llminfer.specs.presets import get_gpu, get_model
 
 
@@ -124,84 +125,104 @@ def _spec_losing_batch() -> int:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "05.1",
-        "How many H100 SXM GPUs (1, 2, 4 or 8) does Llama-3.1-70B in BF16 need at least, so "
-        "that the weights leave room for any KV cache?",
+        N_(
+            "How many H100 SXM GPUs (1, 2, 4 or 8) does Llama-3.1-70B in BF16 need at least, so "
+            "that the weights leave room for any KV cache?"
+        ),
         _gpus_for_70b,
         unit="GPUs",
         rel_tol=0.0,
-        hint="141 GB of weights; each GPU keeps 10 % back and a reserve (plan_memory).",
+        hint=N_("141 GB of weights; each GPU keeps 10 % back and a reserve (plan_memory)."),
     ),
     Exercise(
         "05.2",
-        "Section 3's workload (prompts and outputs uniform 1–1,024 tokens, 2,048 maximum) with "
-        "256-token blocks: what share of the allocated KV slots is empty (0–1)?",
+        N_(
+            "Section 3's workload (prompts and outputs uniform 1–1,024 tokens, 2,048 maximum) with "
+            "256-token blocks: what share of the allocated KV slots is empty (0–1)?"
+        ),
         _waste_256,
         unit="(share)",
         rel_tol=0.05,
-        hint="A request wastes on average half a block: 128 slots of a ~770-token sequence.",
+        hint=N_("A request wastes on average half a block: 128 slots of a ~770-token sequence."),
     ),
     Exercise(
         "05.3",
-        "Section 4's workload at 0.2 requests/s on the V0-style continuous server: what does "
-        "the GPU spend most of the wall time on — 'idle', 'prefill' or 'decode'?",
+        N_(
+            "Section 4's workload at 0.2 requests/s on the V0-style continuous server: what does "
+            "the GPU spend most of the wall time on — 'idle', 'prefill' or 'decode'?"
+        ),
         _low_load_activity,
-        hint="Compare the sum of step durations with the length of the run.",
+        hint=N_("Compare the sum of step durations with the length of the run."),
         accept=("waiting", "nothing"),
     ),
     Exercise(
         "05.4",
-        "How many prompt tokens does a 4,096-token prompt reuse from a 15-token shared prefix "
-        "(16-token blocks)?",
+        N_(
+            "How many prompt tokens does a 4,096-token prompt reuse from a 15-token shared prefix "
+            "(16-token blocks)?"
+        ),
         _reused_15,
         unit="tokens",
         rel_tol=0.0,
-        hint="Only whole blocks of the prefix are cached.",
+        hint=N_("Only whole blocks of the prefix are cached."),
     ),
     Exercise(
         "05.5",
-        "A draft costs c = 0.2 of the target per token. Below what acceptance rate α does no "
-        "draft length γ pay off (the best γ is 0)?",
+        N_(
+            "A draft costs c = 0.2 of the target per token. Below what acceptance rate α does no "
+            "draft length γ pay off (the best γ is 0)?"
+        ),
         _break_even_alpha,
         rel_tol=0.05,
-        hint="Compare γ = 1 with plain decoding: (1 + α) / (1 + c) > 1 ?",
+        hint=N_("Compare γ = 1 with plain decoding: (1 + α) / (1 + c) > 1 ?"),
     ),
     Exercise(
         "05.6",
-        "Llama-3.1-70B, batch 1, 1,024-token context: what speed-up do 8 H100s over PCIe give "
-        "its decode step compared with one GPU (as if the weights fitted)?",
+        N_(
+            "Llama-3.1-70B, batch 1, 1,024-token context: what speed-up do 8 H100s over PCIe give "
+            "its decode step compared with one GPU (as if the weights fitted)?"
+        ),
         _pcie_speedup_batch1,
         unit="×",
         rel_tol=0.05,
-        hint="At batch 1 an all-reduce carries one token's activations: latency, not bytes.",
+        hint=N_("At batch 1 an all-reduce carries one token's activations: latency, not bytes."),
     ),
     Exercise(
         "05.7",
-        "A 512-token prompt of Llama-3.1-8B over 100 Gb/s Ethernet: how many milliseconds does "
-        "the KV transfer add to TTFT with stock vLLM's NixlConnector, which pulls the cache "
-        "after the prefill?",
+        N_(
+            "A 512-token prompt of Llama-3.1-8B over 100 Gb/s Ethernet: how many milliseconds does "
+            "the KV transfer add to TTFT with stock vLLM's NixlConnector, which pulls the cache "
+            "after the prefill?"
+        ),
         _exposed_ms_512,
         unit="ms",
         rel_tol=0.05,
-        hint="Pulled after the prefill, none of the copy overlaps: 512 × 128 KiB at 12.5 GB/s "
-        "(techniques.disaggregation_table(..., links=techniques.KV_LINKS), column exposed_s).",
+        hint=N_(
+            "Pulled after the prefill, none of the copy overlaps: 512 × 128 KiB at 12.5 GB/s "
+            "(techniques.disaggregation_table(..., links=techniques.KV_LINKS), column exposed_s)."
+        ),
     ),
     Exercise(
         "05.8",
-        "Section 8's workload (400 requests at 4/s, prompts LogNormal(2000, 1.0, high=16000), "
-        "outputs LogNormal(250, 0.8, high=1000)): how many times longer is the V0-style "
-        "engine's p99 ITL than V1's with a 2,048-token budget?",
+        N_(
+            "Section 8's workload (400 requests at 4/s, prompts LogNormal(2000, 1.0, high=16000), "
+            "outputs LogNormal(250, 0.8, high=1000)): how many times longer is the V0-style "
+            "engine's p99 ITL than V1's with a 2,048-token budget?"
+        ),
         _v0_over_v1_itl,
         unit="×",
         rel_tol=0.05,
-        hint="compare_engines(...) gives itl_s_p99 for each engine.",
+        hint=N_("compare_engines(...) gives itl_s_p99 for each engine."),
     ),
     Exercise(
         "05.9",
-        "Speculation with α = 0.6, γ = 4, c = 0.05 and 256-token contexts: from which batch "
-        "size (a power of two up to 1,024) does it make decoding slower than not speculating?",
+        N_(
+            "Speculation with α = 0.6, γ = 4, c = 0.05 and 256-token contexts: from which batch "
+            "size (a power of two up to 1,024) does it make decoding slower than not speculating?"
+        ),
         _spec_losing_batch,
         unit="sequences",
         rel_tol=0.0,
-        hint="techniques.speculative_batch_table: find the first speedup below 1.",
+        hint=N_("techniques.speculative_batch_table: find the first speedup below 1."),
     ),
 )

@@ -8,6 +8,7 @@ import pandas as pd
 
 from llminfer.exercises import Exercise
 from llminfer.exercises.datasets import dataset_path
+from llminfer.language import N_
 from llminfer.logs.definitions import compare_definitions
 from llminfer.logs.importers import read_summary
 from llminfer.logs.metrics import request_metrics
@@ -163,82 +164,104 @@ def _slowest_good_percent() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         key="06.1",
-        question="The realistic log's first and last two minutes, each summarised over its own "
-        "120 s window (summarize(big, window=...)): by what factor does p95 TTFT grow?",
+        question=N_(
+            "The realistic log's first and last two minutes, each summarised over its own "
+            "120 s window (summarize(big, window=...)): by what factor does p95 TTFT grow?"
+        ),
         compute=_ttft_p95_growth,
         unit="×",
         rel_tol=0.03,
-        hint="summarize(big, slo=slo, window=since_first_start(big, 480, 600)) and (0, 120); "
-        "divide the two ttft_s_p95",
+        hint=N_(
+            "summarize(big, slo=slo, window=since_first_start(big, 480, 600)) and (0, 120); "
+            "divide the two ttft_s_p95"
+        ),
     ),
     Exercise(
         key="06.2",
-        question="Tighten the TPOT target from 50 to 40 ms: are the requests that stop being "
-        "good the 'long' or the 'short' answers, or 'neither'?",
+        question=N_(
+            "Tighten the TPOT target from 50 to 40 ms: are the requests that stop being "
+            "good the 'long' or the 'short' answers, or 'neither'?"
+        ),
         compute=_who_is_lost,
-        hint="compare the median output_tokens of the requests lost at 40 ms with those still "
-        "good (request_metrics(big)); then compare their start times",
+        hint=N_(
+            "compare the median output_tokens of the requests lost at 40 ms with those still "
+            "good (request_metrics(big)); then compare their start times"
+        ),
         accept=("none",),
     ),
     Exercise(
         key="06.3",
-        question="Add a fourth request with output_tokens = 1 to the article's log: does the "
-        "p95 TPOT change (yes/no)?",
+        question=N_(
+            "Add a fourth request with output_tokens = 1 to the article's log: does the "
+            "p95 TPOT change (yes/no)?"
+        ),
         compute=_one_token_changes_p95,
-        hint="a one-token answer has no gap after its first token: its TPOT is NaN",
+        hint=N_("a one-token answer has no gap after its first token: its TPOT is NaN"),
         accept=("false",),
     ),
     Exercise(
         key="06.4",
-        question="A request with TTFT 400 ms and TPOT 40 ms emits N = 1,000 tokens: what is "
-        "llmperf's inter-token latency E2E / N, in ms?",
+        question=N_(
+            "A request with TTFT 400 ms and TPOT 40 ms emits N = 1,000 tokens: what is "
+            "llmperf's inter-token latency E2E / N, in ms?"
+        ),
         compute=_llmperf_itl_1000,
         unit="ms",
         rel_tol=0.002,
-        hint="E2E / N = TTFT / N + (N − 1) / N × TPOT",
+        hint=N_("E2E / N = TTFT / N + (N − 1) / N × TPOT"),
     ),
     Exercise(
         key="06.5",
-        question="A stream of three chunks at 0.2, 0.3 and 0.4 s carrying 1, 4 and 4 tokens: "
-        "what is SGLang's mean ITL, in ms (vLLM's is 100 ms)?",
+        question=N_(
+            "A stream of three chunks at 0.2, 0.3 and 0.4 s carrying 1, 4 and 4 tokens: "
+            "what is SGLang's mean ITL, in ms (vLLM's is 100 ms)?"
+        ),
         compute=_sglang_mean_itl,
         unit="ms",
         rel_tol=0.01,
-        hint="SGLang splits a gap before a chunk of k tokens into k samples of gap / k",
+        hint=N_("SGLang splits a gap before a chunk of k tokens into k samples of gap / k"),
     ),
     Exercise(
         key="06.6",
-        question="How many requests of data/vllm_bench_serve_result.json does llminfer load as "
-        "failed (vLLM's own summary says 1)?",
+        question=N_(
+            "How many requests of data/vllm_bench_serve_result.json does llminfer load as "
+            "failed (vLLM's own summary says 1)?"
+        ),
         compute=_vllm_failed,
         unit="requests",
         rel_tol=0.0,
-        hint="look at log.requests['error']: one is an HTTP error, one an empty response",
+        hint=N_("look at log.requests['error']: one is an HTTP error, one an empty response"),
     ),
     Exercise(
         key="06.7",
-        question="By how many milliseconds does llminfer's mean TTFT exceed vLLM's own for that "
-        "file, and why?",
+        question=N_(
+            "By how many milliseconds does llminfer's mean TTFT exceed vLLM's own for that "
+            "file, and why?"
+        ),
         compute=_vllm_ttft_gap_ms,
         unit="ms",
         rel_tol=0.02,
-        hint="vLLM averages a TTFT of 0.0 for the request that returned no tokens",
+        hint=N_("vLLM averages a TTFT of 0.0 for the request that returned no tokens"),
     ),
     Exercise(
         key="06.8",
-        question="In data/replicas/ (three replicas behind one load balancer), which replica has "
-        "the highest p99 TPOT? Answer with its name, e.g. 'replica-a'.",
+        question=N_(
+            "In data/replicas/ (three replicas behind one load balancer), which replica has "
+            "the highest p99 TPOT? Answer with its name, e.g. 'replica-a'."
+        ),
         compute=_slowest_replica,
-        hint="summarize(read_requests(DATA / 'replicas'), by='source').table['tpot_s_p99']",
+        hint=N_("summarize(read_requests(DATA / 'replicas'), by='source').table['tpot_s_p99']"),
         accept=("replica-c.csv", "c"),
     ),
     Exercise(
         key="06.9",
-        question="What percentage of the requests of the replica with the highest p99 TPOT "
-        "meet TTFT ≤ 500 ms and TPOT ≤ 50 ms, against about 99 % on the other two?",
+        question=N_(
+            "What percentage of the requests of the replica with the highest p99 TPOT "
+            "meet TTFT ≤ 500 ms and TPOT ≤ 50 ms, against about 99 % on the other two?"
+        ),
         compute=_slowest_good_percent,
         unit="%",
         rel_tol=0.01,
-        hint="pass slo={'ttft_s': 0.5, 'tpot_s': 0.05} and read the good_fraction column",
+        hint=N_("pass slo={'ttft_s': 0.5, 'tpot_s': 0.05} and read the good_fraction column"),
     ),
 )

@@ -6,6 +6,7 @@ from dataclasses import replace
 from functools import cache
 
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 
 
 @cache
@@ -68,47 +69,65 @@ def _real_heavy_cant_tell() -> str:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "07.1",
-        "Tighten the healthy service's TPOT target to 6 ms (TTFT stays 1 s). Which cause does "
-        "diagnose name (one of llminfer.diagnose.findings.CAUSES)?",
+        N_(
+            "Tighten the healthy service's TPOT target to 6 ms (TTFT stays 1 s). Which cause does "
+            "diagnose name (one of llminfer.diagnose.findings.CAUSES)?"
+        ),
         _healthy_at_6ms,
         accept=("too slow",),
-        hint="look at the decode step: is TPOT already above 6 ms for the quietest requests, "
-        "or only when many requests decode together?",
+        hint=N_(
+            "look at the decode step: is TPOT already above 6 ms for the quietest requests, "
+            "or only when many requests decode together?"
+        ),
     ),
     Exercise(
         "07.2",
-        "Serve the ramp workload on two replicas of one H100 each instead of TP = 2 "
-        "(replace(ramp.deployment, replicas=2)): what share of requests meets both targets?",
+        N_(
+            "Serve the ramp workload on two replicas of one H100 each instead of TP = 2 "
+            "(replace(ramp.deployment, replicas=2)): what share of requests meets both targets?"
+        ),
         lambda: _good_fraction("ramp", replicas=2),
         unit="(fraction, 0–1)",
-        hint="ramp.requests(replace(ramp.deployment, replicas=2)), read_requests, then "
-        "summarize(..., slo=CASE_SLO).good_fraction",
+        hint=N_(
+            "ramp.requests(replace(ramp.deployment, replicas=2)), read_requests, then "
+            "summarize(..., slo=CASE_SLO).good_fraction"
+        ),
     ),
     Exercise(
         "07.3",
-        "The busy case's cure table tried --max-num-seqs 64. Try 128 "
-        "(replace(busy.deployment, engine=replace(busy.deployment.engine, max_num_seqs=128))): "
-        "what share of requests meets both targets?",
+        N_(
+            "The busy case's cure table tried --max-num-seqs 64. Try 128 "
+            "(replace(busy.deployment, engine=replace(busy.deployment.engine, max_num_seqs=128))): "
+            "what share of requests meets both targets?"
+        ),
         _busy_at_128,
         unit="(fraction, 0–1)",
-        hint="a smaller batch makes each step faster but leaves requests waiting: look at both "
-        "TTFT and TPOT p90",
+        hint=N_(
+            "a smaller batch makes each step faster but leaves requests waiting: look at both "
+            "TTFT and TPOT p90"
+        ),
     ),
     Exercise(
         "07.4",
-        "In the ramp case, in which of the ten windows does the saturation step first see the "
-        "queue grow (k in 'k/10')?",
+        N_(
+            "In the ramp case, in which of the ten windows does the saturation step first see the "
+            "queue grow (k in 'k/10')?"
+        ),
         _ramp_first_window,
         rel_tol=0.0,
-        hint="report.finding('saturation').evidence['window']",
+        hint=N_("report.finding('saturation').evidence['window']"),
     ),
     Exercise(
         "07.5",
-        "Diagnose the toy server's heavy-load log (data/real_toy_heavy.csv, what llminfer bench "
-        "records: client-side times only) with REAL_CASE_SLO and nothing else — no deployment, "
-        "no scrape. Which step says can't tell?",
+        N_(
+            "Diagnose the toy server's heavy-load log (data/real_toy_heavy.csv, what llminfer "
+            "bench records: client-side times only) with REAL_CASE_SLO and nothing else — no "
+            "deployment, no scrape. Which step says can't tell?"
+        ),
         _real_heavy_cant_tell,
-        hint="diagnose(read_requests(...), slo=REAL_CASE_SLO), then look for the finding whose "
-        "verdict is 'cant_tell' and read its .missing",
+        hint=N_(
+            "diagnose(read_requests(...), slo=REAL_CASE_SLO), then look for the finding whose "
+            "verdict is 'cant_tell' and read its .missing"
+        ),
     ),
 )

@@ -2,6 +2,7 @@
 ``simulate`` (for the paced server, whose steps ``simulate`` predicts)."""
 
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 
 #: The paced server of notebook 08: Llama-3.1-8B on an H100 SXM, timed as vLLM runs it.
 PACED = "llama-3.1-8b:h100-sxm:vllm"
@@ -81,51 +82,63 @@ def _knee_at_16_sequences() -> float:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "08.1",
-        "A chat stream sends a role-only first chunk, 64 chunks of one word, two chunks with "
-        "empty content, a keep-alive comment, a usage-only chunk and [DONE]. How many tokens "
-        "does a client count if it counts chunks that carry text?",
+        N_(
+            "A chat stream sends a role-only first chunk, 64 chunks of one word, two chunks with "
+            "empty content, a keep-alive comment, a usage-only chunk and [DONE]. How many tokens "
+            "does a client count if it counts chunks that carry text?"
+        ),
         _tokens_counted,
         unit="tokens",
         rel_tol=0.0,
-        hint="Only chunks with non-empty text are tokens; comments, role and usage are not.",
+        hint=N_("Only chunks with non-empty text are tokens; comments, role and usage are not."),
     ),
     Exercise(
         "08.2",
-        "How many tokens does the default toy server's KV cache hold (ServeConfig())?",
+        N_("How many tokens does the default toy server's KV cache hold (ServeConfig())?"),
         _capacity_tokens,
         unit="tokens",
         rel_tol=0.0,
-        hint="num_kv_blocks × block_size.",
+        hint=N_("num_kv_blocks × block_size."),
     ),
     Exercise(
         "08.3",
-        "With chunked prefill and max_num_batched_tokens=64, how many engine steps does a "
-        "300-token prompt take until its first token, on an otherwise idle server?",
+        N_(
+            "With chunked prefill and max_num_batched_tokens=64, how many engine steps does a "
+            "300-token prompt take until its first token, on an otherwise idle server?"
+        ),
         _steps_to_first_token,
         unit="steps",
         rel_tol=0.0,
-        hint="Each step computes at most 64 prompt tokens; the first token comes from the "
-        "step that computes the prompt's last one.",
+        hint=N_(
+            "Each step computes at most 64 prompt tokens; the first token comes from the "
+            "step that computes the prompt's last one."
+        ),
     ),
     Exercise(
         "08.4",
-        "Restart the paced server with --no-chunked-prefill --max-num-batched-tokens 2048 and "
-        "measure 8 users with 2,000-token prompts and 32-token answers (24 requests): what p99 "
-        "inter-token latency (ms) does simulate predict, and do you measure it?",
+        N_(
+            "Restart the paced server with --no-chunked-prefill --max-num-batched-tokens 2048 and "
+            "measure 8 users with 2,000-token prompts and 32-token answers (24 requests): what p99 "
+            "inter-token latency (ms) does simulate predict, and do you measure it?"
+        ),
         _p99_itl_without_chunked_prefill_ms,
         unit="ms",
         rel_tol=0.15,
-        hint="Without chunked prefill a step is prompts or decodes: every decoding stream waits "
-        "while the prompts that fit 2,048 tokens a step are computed, one per step; the "
-        "longest gap is several such steps.",
+        hint=N_(
+            "Without chunked prefill a step is prompts or decodes: every decoding stream waits "
+            "while the prompts that fit 2,048 tokens a step are computed, one per step; the "
+            "longest gap is several such steps."
+        ),
     ),
     Exercise(
         "08.5",
-        "Restart the paced server with --max-num-seqs 16 and repeat section 2's sweep: at which "
-        "load (users) is the knee of the arrival-window throughput now?",
+        N_(
+            "Restart the paced server with --max-num-seqs 16 and repeat section 2's sweep: at "
+            "which load (users) is the knee of the arrival-window throughput now?"
+        ),
         _knee_at_16_sequences,
         unit="users",
         rel_tol=0.0,
-        hint="Past max_num_seqs the batch cannot grow: more users only wait.",
+        hint=N_("Past max_num_seqs the batch cannot grow: more users only wait."),
     ),
 )

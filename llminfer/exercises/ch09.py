@@ -2,6 +2,7 @@
 llminfer.sim.expert_parallel."""
 
 from llminfer.exercises import Exercise
+from llminfer.language import N_
 
 
 def _touched_at_32() -> float:
@@ -51,44 +52,59 @@ def _lmsys_bound() -> str:
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "09.1",
-        "DeepSeek-V3 (256 routed experts, 8 per token): how many distinct routed experts per "
-        "layer does a decode step of 32 sequences read, on average, when one GPU holds them all?",
+        N_(
+            "DeepSeek-V3 (256 routed experts, 8 per token): how many distinct routed experts per "
+            "layer does a decode step of 32 sequences read, on average, when one GPU holds them "
+            "all?"
+        ),
         _touched_at_32,
         unit="experts",
-        hint="E·(1 − (1 − k/E)^T) with E = 256, k = 8, T = 32.",
+        hint=N_("E·(1 − (1 − k/E)^T) with E = 256, k = 8, T = 32."),
     ),
     Exercise(
         "09.2",
-        "Qwen3-30B-A3B (128 experts, 8 per token) on one GPU: from how many sequences per "
-        "decode step does the step touch 90 % of the experts?",
+        N_(
+            "Qwen3-30B-A3B (128 experts, 8 per token) on one GPU: from how many sequences per "
+            "decode step does the step touch 90 % of the experts?"
+        ),
         _qwen_bound_batch,
         unit="sequences",
-        hint="Solve 1 − (1 − k/E)^T = 0.9 for T: T = ln(0.1) / ln(1 − 8/128).",
+        hint=N_("Solve 1 − (1 − k/E)^T = 0.9 for T: T = ln(0.1) / ln(1 − 8/128)."),
     ),
     Exercise(
         "09.3",
-        "gpt-oss-20b ships its experts in MXFP4 and everything else in BF16. How many GB "
-        "(10^9 bytes) are its weights?",
+        N_(
+            "gpt-oss-20b ships its experts in MXFP4 and everything else in BF16. How many GB "
+            "(10^9 bytes) are its weights?"
+        ),
         _gpt_oss_20b_gb,
         unit="GB",
-        hint="MXFP4 is 4.25 bits per weight (an E8M0 scale per 32); moe_weights splits the "
-        "experts from the rest.",
+        hint=N_(
+            "MXFP4 is 4.25 bits per weight (an E8M0 scale per 32); moe_weights splits the "
+            "experts from the rest."
+        ),
     ),
     Exercise(
         "09.4",
-        "DeepSeek-V3 in FP8 on H800s, EP144 with 32 redundant experts and data-parallel "
-        "attention: how many sequences of 4,989 tokens fit in one GPU's KV cache?",
+        N_(
+            "DeepSeek-V3 in FP8 on H800s, EP144 with 32 redundant experts and data-parallel "
+            "attention: how many sequences of 4,989 tokens fit in one GPU's KV cache?"
+        ),
         _deepseek_seqs_per_gpu,
         unit="sequences",
-        hint="plan_ep_memory(model, gpu, 144, 'fp8', redundant_experts=32, context_tokens=4989).",
+        hint=N_(
+            "plan_ep_memory(model, gpu, 144, 'fp8', redundant_experts=32, context_tokens=4989)."
+        ),
     ),
     Exercise(
         "09.5",
-        "LMSYS's decode setup (H100, EP72, 256 sequences per GPU of 2,000 tokens, two-batch "
-        "overlap): which part bounds the step in the model: attention, experts or all-to-all?",
+        N_(
+            "LMSYS's decode setup (H100, EP72, 256 sequences per GPU of 2,000 tokens, two-batch "
+            "overlap): which part bounds the step in the model: attention, experts or all-to-all?"
+        ),
         _lmsys_bound,
         rel_tol=0.0,
-        hint="ep_step(...).bound; compare comm_s with attention_s + expert_s.",
+        hint=N_("ep_step(...).bound; compare comm_s with attention_s + expert_s."),
         accept=("all to all", "alltoall", "a2a", "communication"),
     ),
 )

@@ -77,7 +77,16 @@ def drawing_into(fig: Figure) -> Iterator[Figure]:
 
 def new_figure(width: float = 7.0, height: float = 4.0, nrows: int = 1, ncols: int = 1):
     """A NotebookFigure with constrained layout and its axes (not registered with pyplot);
-    inside ``drawing_into(fig)``, ``fig`` cleared and resized."""
+    inside ``drawing_into(fig)``, ``fig`` cleared and resized.
+
+    In Chinese with a CJK font the font is put behind the default family first: a figure's
+    title and axis labels are made with its axes, and a text takes the font family in force
+    when it is made, so the first figure after ``set_language("zh")`` would otherwise draw
+    its axis labels in a font without Chinese glyphs (boxes)."""
+    from llminfer.plots import fonts
+
+    if fonts.speaks_chinese():
+        fonts._use_cjk_fallback(fonts.cjk_font())
     fig = _TARGET.get()
     if fig is None:
         fig = NotebookFigure(figsize=(width, height), layout="constrained")

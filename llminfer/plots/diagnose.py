@@ -11,8 +11,11 @@ from matplotlib.figure import Figure
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.schema import RequestLog
 from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots.fonts import N_, _
 
-_LABELS = {"ttft_s": "TTFT (ms)", "tpot_s": "TPOT (ms)", "e2e_s": "E2E latency (ms)"}
+_LABELS = {"ttft_s": N_("TTFT (ms)"), "tpot_s": N_("TPOT (ms)"), "e2e_s": N_("E2E latency (ms)")}
+#: The two runs' names in the legend.
+_RUNS = {"before": N_("before"), "after": N_("after")}
 
 
 def _readable_log_axis(ax) -> None:
@@ -41,19 +44,19 @@ def before_after_cdf(
     fig, axes = new_figure(4.2 * len(metrics), 3.3, ncols=len(metrics))
     axes = np.atleast_1d(axes)
     runs = (("before", before, COLORS["queue"]), ("after", after, COLORS["free"]))
-    tables = {label: request_metrics(log) for label, log, _ in runs}
+    tables = {label: request_metrics(log) for label, log, _colour in runs}
     for ax, name in zip(axes, metrics, strict=True):
-        for label, _, colour in runs:
+        for label, _log, colour in runs:
             table = tables[label]
             values = np.sort(table.loc[table["status"] == "ok", name].dropna().to_numpy()) * 1e3
             if values.size:
                 fraction = np.arange(1, values.size + 1) / values.size
-                ax.step(values, fraction, where="post", color=colour, label=label)
+                ax.step(values, fraction, where="post", color=colour, label=_(_RUNS[label]))
         if slo and name in slo:
-            ax.axvline(slo[name] * 1e3, color="black", ls="--", lw=1, label="target")
+            ax.axvline(slo[name] * 1e3, color="black", ls="--", lw=1, label=_("target"))
         _readable_log_axis(ax)
-        ax.set_xlabel(_LABELS.get(name, name))
-        ax.set_ylabel("share of requests")
+        ax.set_xlabel(_(_LABELS[name]) if name in _LABELS else name)
+        ax.set_ylabel(_("share of requests"))
         ax.legend(fontsize=8, loc="lower right")
     if title:
         fig.suptitle(title)

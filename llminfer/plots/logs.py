@@ -10,22 +10,24 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
+from llminfer import language
 from llminfer.logs.metrics import _as_log, request_metrics
 from llminfer.logs.schema import RequestLog
 from llminfer.logs.summary import Summary
 from llminfer.logs.timeline import in_flight, output_tps_over_time
 from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots.fonts import N_, _
 from llminfer.units import DURATION_UNITS, duration_unit
 
-_LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E latency", "queue_s": "queue"}
+_LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": N_("E2E latency"), "queue_s": N_("queue")}
 #: Panel titles a reader understands without knowing the column names.
 TITLES = {
-    "ttft_s": "Time to first token (TTFT)",
-    "tpot_s": "Time per output token (TPOT)",
-    "e2e_s": "End-to-end latency (E2E)",
-    "queue_s": "Time in the queue",
-    "prefill_s": "Prefill time",
-    "decode_s": "Decode time",
+    "ttft_s": N_("Time to first token (TTFT)"),
+    "tpot_s": N_("Time per output token (TPOT)"),
+    "e2e_s": N_("End-to-end latency (E2E)"),
+    "queue_s": N_("Time in the queue"),
+    "prefill_s": N_("Prefill time"),
+    "decode_s": N_("Decode time"),
 }
 #: A CDF's x axis turns logarithmic when p99 / p50 exceeds this: the tail would squeeze the
 #: body of the distribution into a sliver at the left.
@@ -60,11 +62,13 @@ def _percentile_labels(
         (float(v) * scale, f"p{q:g} = {format_in_unit(float(v), unit)}", "black")
         for q, v in zip(percentiles, np.percentile(values_s, percentiles), strict=True)
     ]
-    for q, (x, _, _) in zip(percentiles, labels, strict=True):
+    for q, (x, _text, _colour) in zip(percentiles, labels, strict=True):
         ax.vlines(x, 0, q / 100, color="grey", lw=0.8, ls=":")
         ax.plot([x], [q / 100], "o", ms=3.5, color="black", label="_percentile")
     if slo_s is not None:
-        labels.append((slo_s * scale, f"SLO {format_in_unit(slo_s, unit)}", COLORS["queue"]))
+        # TRANSLATORS: {target} is the latency target with its unit, e.g. "500 ms".
+        target = _("SLO {target}").format(target=format_in_unit(slo_s, unit))
+        labels.append((slo_s * scale, target, COLORS["queue"]))
     low, high = ax.get_xlim()
     log = ax.get_xscale() == "log"
     for row, (x, text, colour) in enumerate(labels):
@@ -112,9 +116,10 @@ def latency_cdf(
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, metrics, strict=True):
         values_s = np.sort(table[name].dropna().to_numpy())
-        ax.set_title(TITLES.get(name, name), fontsize=10)
+        title = _(TITLES[name]) if name in TITLES else name
+        ax.set_title(title, fontsize=10)
         if values_s.size == 0:
-            ax.set_title(f"{TITLES.get(name, name)}: no values", fontsize=10)
+            ax.set_title(_("{title}: no values").format(title=title), fontsize=10)
             continue
         unit, scale = duration_unit(values_s)
         values = values_s * scale
@@ -125,15 +130,18 @@ def latency_cdf(
         ax.step(values, fraction, where="post", color=COLORS["decode"])
         target = slo.get(name) if slo else None
         if target is not None:
-            ax.axvline(target * scale, color=COLORS["queue"], ls="--", label="SLO")
+            ax.axvline(target * scale, color=COLORS["queue"], ls="--", label=_("SLO"))
         if use_log:
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.10g}"))
-        ax.set_xlabel(f"{_LABELS.get(name, name)} ({unit}{', log scale' if use_log else ''})")
+        metric = _(_LABELS[name]) if name in _LABELS else name
+        # TRANSLATORS: {metric} is a latency ("TTFT", "E2E latency"), {unit} "ms" or "s".
+        axis = _("{metric} ({unit}, log scale)") if use_log else _("{metric} ({unit})")
+        ax.set_xlabel(axis.format(metric=metric, unit=unit))
         ax.set_ylim(0, 1.02)
         _percentile_labels(ax, values_s, percentiles, unit, target)
-    axes[0].set_ylabel("share of requests ≤ x")
-    fig.suptitle("Latency distributions (successful requests)")
+    axes[0].set_ylabel(_("share of requests ≤ x"))
+    fig.suptitle(_("Latency distributions (successful requests)"))
     return fig
 
 
@@ -144,7 +152,8 @@ def latency_table(
     use: ``duration_unit`` of its median): rows like ``"TTFT (ms)"``, columns ``count``,
     ``mean``, ``min``, the percentiles and ``max``, rounded to 3 significant figures.
 
-    Metrics the summary lacks are skipped.
+    Metrics the summary lacks are skipped. The rows are named in the learner's language (a
+    table needs no font: Chinese whenever Chinese is chosen).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -157,7 +166,9 @@ def latency_table(
         unit, scale = duration_unit(frame.loc[name, "p50"])
         figures = frame.loc[name, stats].astype(float) * scale
         rounded = figures.map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
-        rows[f"{TITLES.get(name, name)} ({unit})"] = {
+        title = language._(TITLES[name]) if name in TITLES else name
+        # TRANSLATORS: a row of the latency table: "Time to first token (TTFT) (ms)".
+        rows[language._("{title} ({unit})").format(title=title, unit=unit)] = {
             "count": int(frame.loc[name, "count"]),
             **rounded.to_dict(),
         }
@@ -195,20 +206,21 @@ def request_timeline(
     end = requests["end_ts"].to_numpy() - t0
     if "scheduled_ts" in requests.columns:
         scheduled = requests["scheduled_ts"].to_numpy() - t0
-        ax.barh(rows, scheduled - start, left=start, color=COLORS["queue"], label="queue")
-        ax.barh(rows, first - scheduled, left=scheduled, color=COLORS["prefill"], label="prefill")
+        queue, prefill = _("queue"), _("prefill")
+        ax.barh(rows, scheduled - start, left=start, color=COLORS["queue"], label=queue)
+        ax.barh(rows, first - scheduled, left=scheduled, color=COLORS["prefill"], label=prefill)
     else:
         ax.barh(rows, first - start, left=start, color=COLORS["prefill"], label="TTFT")
-    ax.barh(rows, end - first, left=first, color=COLORS["decode"], label="decode")
+    ax.barh(rows, end - first, left=first, color=COLORS["decode"], label=_("decode"))
     failed = (requests["status"] == "failed").to_numpy()
     if failed.any():
-        ax.scatter(start[failed], rows[failed], marker="x", color="black", label="failed")
+        ax.scatter(start[failed], rows[failed], marker="x", color="black", label=_("failed"))
     ax.set_yticks(rows, requests["request_id"], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("time since the first request started (s)")
+    ax.set_xlabel(_("time since the first request started (s)"))
     # Above the bars, outside the axes: inside, the legend would hide the last requests.
     ax.legend(fontsize=8, ncols=4, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
-    fig.suptitle("Request timeline")
+    fig.suptitle(_("Request timeline"))
     return fig
 
 
@@ -223,11 +235,12 @@ def load_over_time(log: RequestLog | pd.DataFrame, bin_s: float = 1.0) -> Figure
     t0 = log.requests["start_ts"].min()
     fig, (top, bottom) = new_figure(8, 5, nrows=2)
     top.step(flight["time_s"] - t0, flight["in_flight"], where="post", color=COLORS["queue"])
-    top.set_ylabel("requests in flight")
+    top.set_ylabel(_("requests in flight"))
     bottom.plot(tps["bin_start_s"] - t0 + bin_s / 2, tps["output_tps"], color=COLORS["decode"])
-    bottom.set_ylabel(f"output tokens/s ({bin_s:g} s bins)")
-    bottom.set_xlabel("time since the first request started (s)")
-    top.set_title("Load and throughput over time")
+    # TRANSLATORS: {bin} is the width of one bin in seconds.
+    bottom.set_ylabel(_("output tokens/s ({bin:g} s bins)").format(bin=bin_s))
+    bottom.set_xlabel(_("time since the first request started (s)"))
+    top.set_title(_("Load and throughput over time"))
     return fig
 
 
@@ -259,18 +272,19 @@ def request_anatomy(log: RequestLog | pd.DataFrame, request_id: str | None = Non
     spans = [(0.0, end - start, 1.6, f"E2E = {m['e2e_s'] * 1e3:.0f} ms", "black")]
     if "scheduled_ts" in requests.columns and np.isfinite(row["scheduled_ts"]):
         sched = row["scheduled_ts"] - start
-        spans.append((0.0, sched, 0.8, f"queue {m['queue_s'] * 1e3:.0f} ms", COLORS["queue"]))
-        spans.append(
-            (sched, first - start, 0.8, f"prefill {m['prefill_s'] * 1e3:.0f} ms", COLORS["prefill"])
-        )
+        queue = _("queue {ms:.0f} ms").format(ms=m["queue_s"] * 1e3)
+        prefill = _("prefill {ms:.0f} ms").format(ms=m["prefill_s"] * 1e3)
+        spans.append((0.0, sched, 0.8, queue, COLORS["queue"]))
+        spans.append((sched, first - start, 0.8, prefill, COLORS["prefill"]))
     spans.append((0.0, first - start, 1.2, f"TTFT = {m['ttft_s'] * 1e3:.0f} ms", COLORS["queue"]))
     spans.append(
         (
             first - start,
             end - start,
             1.2,
-            f"decode {m['decode_s'] * 1e3:.0f} ms = (N − 1) × TPOT, TPOT = "
-            f"{m['tpot_s'] * 1e3:.1f} ms, N = {n}",
+            _("decode {decode:.0f} ms = (N − 1) × TPOT, TPOT = {tpot:.1f} ms, N = {n}").format(
+                decode=m["decode_s"] * 1e3, tpot=m["tpot_s"] * 1e3, n=n
+            ),
             COLORS["decode"],
         )
     )
@@ -282,6 +296,7 @@ def request_anatomy(log: RequestLog | pd.DataFrame, request_id: str | None = Non
     ax.set_ylim(0, 2)
     ax.set_xlim(-0.03 * (end - start), 1.03 * (end - start))  # arrows do not set the limits
     ax.set_yticks([])
-    ax.set_xlabel("time since the request was sent (s); ticks = streamed chunks")
-    ax.set_title(f"Anatomy of one streamed request ({row['request_id']})")
+    ax.set_xlabel(_("time since the request was sent (s); ticks = streamed chunks"))
+    title = _("Anatomy of one streamed request ({request_id})")
+    ax.set_title(title.format(request_id=row["request_id"]))
     return fig

@@ -9,7 +9,17 @@ from matplotlib.figure import Figure
 
 from llminfer.cost.memory import MemoryPlan
 from llminfer.plots._figure import COLORS, new_figure, require_columns
+from llminfer.plots.fonts import N_, _
 from llminfer.units import GiB
+
+#: The legend's name of each part of ``MemoryPlan.breakdown()``.
+PARTS = {
+    "weights": N_("weights"),
+    "reserve": N_("reserve"),
+    "KV cache": N_("KV cache"),
+    "free": N_("free"),
+    "headroom": N_("headroom"),
+}
 
 
 def memory_bar(
@@ -38,19 +48,22 @@ def memory_bar(
                 value / GiB,
                 left=left / GiB,
                 color=COLORS[part],
-                label=part if row == 0 else None,
+                label=_(PARTS.get(part, part)) if row == 0 else None,
             )
             left += value
         ax.plot([plan.memory_bytes / GiB] * 2, [row - 0.45, row + 0.45], color="black", lw=1.5)
-        verdict = "fits" if plan.fits else "does NOT fit"
-        detail = f"{plan.concurrency} × {plan.context_tokens:,} tok; max {plan.max_concurrency:.1f}"
+        verdict = _("fits") if plan.fits else _("does NOT fit")
+        # TRANSLATORS: requests × context tokens each; {most} is how many such requests fit.
+        detail = _("{concurrency} × {context:,} tok; max {most:.1f}").format(
+            concurrency=plan.concurrency, context=plan.context_tokens, most=plan.max_concurrency
+        )
         ax.text(left / GiB, row, f"  {verdict}\n  {detail}", va="center", fontsize=8)
     ax.set_yticks(range(len(plans)), labels)
     ax.invert_yaxis()
-    ax.set_xlabel("memory per GPU (GiB = 2³⁰ bytes); black line = what the driver reports")
+    ax.set_xlabel(_("memory per GPU (GiB = 2³⁰ bytes); black line = what the driver reports"))
     fig.legend(loc="outside lower center", fontsize=8, ncols=5)
     ax.margins(x=0.25)
-    ax.set_title("Weights first, the rest belongs to the KV cache")
+    ax.set_title(_("Weights first, the rest belongs to the KV cache"))
     return fig
 
 
@@ -69,8 +82,8 @@ def concurrency_curve(table: pd.DataFrame) -> Figure:
     ax.axhline(1, color="grey", lw=1, ls="--")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("context length per request (tokens)")
-    ax.set_ylabel("max concurrent requests (KV budget ÷ one request)")
-    ax.set_title("Longer context → fewer requests fit")
+    ax.set_xlabel(_("context length per request (tokens)"))
+    ax.set_ylabel(_("max concurrent requests (KV budget ÷ one request)"))
+    ax.set_title(_("Longer context → fewer requests fit"))
     ax.legend(fontsize=8)
     return fig

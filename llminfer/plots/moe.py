@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from llminfer.cost.moe import expert_touch_share, saturation_tokens
 from llminfer.plots._figure import new_figure, require_columns
+from llminfer.plots.fonts import _
 from llminfer.specs.models import Model
 
 
@@ -45,11 +46,12 @@ def experts_touched_chart(
     ax.axhline(100 * share, color="grey", lw=1, ls="--")
     ax.set_xscale("log", base=2)
     ax.set_ylim(0, 102)
-    ax.set_xlabel(
-        "sequences per GPU in a decode step" + (f" (× {ep} GPUs in the EP group)" if ep > 1 else "")
-    )
-    ax.set_ylabel("routed experts touched (% of all)")
-    ax.set_title(f"A step reads every expert one of its tokens picked (dotted: {share:.0%})")
+    group = _(" (× {ep} GPUs in the EP group)").format(ep=ep) if ep > 1 else ""
+    ax.set_xlabel(_("sequences per GPU in a decode step") + group)
+    ax.set_ylabel(_("routed experts touched (% of all)"))
+    # TRANSLATORS: {share} is a percentage, e.g. "90%".
+    title = _("A step reads every expert one of its tokens picked (dotted: {share:.0%})")
+    ax.set_title(title.format(share=share))
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
@@ -77,20 +79,25 @@ def ep_sweep_chart(table: pd.DataFrame) -> Figure:
                 over["batch"], over["tokens_per_s_per_gpu"], "o", ms=7, mfc="white",
                 color=colour,
             )  # fmt: skip
-        ax_parts.plot(group["batch"], 1e3 * group["step_s"], color=colour, label=f"EP{ep} step")
+        ax_parts.plot(
+            group["batch"],
+            1e3 * group["step_s"],
+            color=colour,
+            label=_("EP{ep} step").format(ep=ep),
+        )
         ax_parts.plot(group["batch"], 1e3 * group["attention_s"], color=colour, ls="-.")
         ax_parts.plot(group["batch"], 1e3 * group["expert_s"], color=colour, ls="--")
         comm = group[group["comm_s"] > 0]  # none on one GPU
         ax_parts.plot(comm["batch"], 1e3 * comm["comm_s"], color=colour, ls=":")
     for ax in (ax_tps, ax_parts):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequences per GPU (decode)")
+        ax.set_xlabel(_("sequences per GPU (decode)"))
     ax_tps.set_yscale("log")
-    ax_tps.set_ylabel("output tokens/s per GPU")
-    ax_tps.set_title("Throughput per GPU (hollow: KV cache does not fit)")
+    ax_tps.set_ylabel(_("output tokens/s per GPU"))
+    ax_tps.set_title(_("Throughput per GPU (hollow: KV cache does not fit)"))
     ax_tps.legend(fontsize=8)
     ax_parts.set_yscale("log")
-    ax_parts.set_ylabel("ms per step")
-    ax_parts.set_title("— step  -· attention  -- experts  ·· all-to-all", fontsize=10)
+    ax_parts.set_ylabel(_("ms per step"))
+    ax_parts.set_title(_("— step  -· attention  -- experts  ·· all-to-all"), fontsize=10)
     ax_parts.legend(fontsize=8)
     return fig

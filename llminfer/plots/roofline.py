@@ -11,8 +11,17 @@ from matplotlib.figure import Figure
 
 from llminfer.cost.roofline import Cost, arithmetic_intensity, compute_dtype, ridge_point
 from llminfer.plots._figure import COLORS, new_figure, require_columns
+from llminfer.plots.fonts import N_, _
 from llminfer.specs.hardware import GPU
 from llminfer.units import format_duration
+
+#: The legend's name of each stage of ``llminfer.cost.latency.request_breakdown``.
+STAGES = {
+    "network": N_("network"),
+    "queue": N_("queue"),
+    "prefill": N_("prefill"),
+    "decode": N_("decode"),
+}
 
 
 def roofline_chart(
@@ -43,10 +52,10 @@ def roofline_chart(
     high = max([ridge * 30, *intensities]) * 3
     x = np.geomspace(low, high, 200)
     fig, ax = new_figure(7, 4.5)
-    ax.plot(x, np.minimum(peak, bandwidth * x), color="black", lw=2, label="roofline")
+    ax.plot(x, np.minimum(peak, bandwidth * x), color="black", lw=2, label=_("roofline"))
     ax.axvline(ridge, color="grey", ls=":", lw=1)
     ax.annotate(
-        f"ridge {ridge:.0f} FLOP/B",
+        _("ridge {ridge:.0f} FLOP/B").format(ridge=ridge),
         (ridge, peak),
         xytext=(6, -14),
         textcoords="offset points",
@@ -61,9 +70,10 @@ def roofline_chart(
         ax.plot([ai], [achieved], "*", ms=13, mec="black", color=colour, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of memory traffic)")
-    ax.set_ylabel(f"attainable {dtype} FLOP/s")
-    ax.set_title(f"Roofline of {gpu.name}: left of the ridge = memory-bound")
+    ax.set_xlabel(_("arithmetic intensity (FLOP per byte of memory traffic)"))
+    # TRANSLATORS: {dtype} is a number format: bf16, fp8 ...
+    ax.set_ylabel(_("attainable {dtype} FLOP/s").format(dtype=dtype))
+    ax.set_title(_("Roofline of {gpu}: left of the ridge = memory-bound").format(gpu=gpu.name))
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
@@ -80,13 +90,20 @@ def request_breakdown_chart(stages: Mapping[str, float], title: str = "") -> Fig
     left = 0.0
     total = sum(stages.values())
     for stage, seconds in stages.items():
-        ax.barh(0, seconds, left=left, color=COLORS.get(stage, "#999999"), label=stage)
+        ax.barh(
+            0,
+            seconds,
+            left=left,
+            color=COLORS.get(stage, "#999999"),
+            label=_(STAGES.get(stage, stage)),
+        )
         if seconds > 0.04 * total:  # durations in ms or s by magnitude
             ax.text(left + seconds / 2, 0, format_duration(seconds), ha="center", va="center")
         left += seconds
     ax.set_yticks([])
-    ax.set_xlabel("time since the user pressed enter (s)")
-    ax.set_title(title or f"One request: {format_duration(total)} end to end")
+    ax.set_xlabel(_("time since the user pressed enter (s)"))
+    # TRANSLATORS: {total} is a duration with its unit, e.g. "2.61 s".
+    ax.set_title(title or _("One request: {total} end to end").format(total=format_duration(total)))
     # a figure-level legend below the axes: constrained layout makes room, nothing is clipped
     fig.legend(ncols=len(stages), fontsize=8, loc="outside lower center")
     return fig
@@ -102,8 +119,9 @@ def decode_batch_chart(table: pd.DataFrame, title: str = "") -> Figure:
     """
     require_columns(table, {"batch", "step_s", "ideal_step_s", "tokens_per_s"})
     fig, (left, right) = new_figure(10, 3.8, ncols=2)
-    left.plot(table["batch"], table["step_s"] * 1e3, marker="o", label="estimate")
-    left.plot(table["batch"], table["ideal_step_s"] * 1e3, ls="--", label="ideal (100 % of peak)")
+    left.plot(table["batch"], table["step_s"] * 1e3, marker="o", label=_("estimate"))
+    ideal = _("ideal (100 % of peak)")
+    left.plot(table["batch"], table["ideal_step_s"] * 1e3, ls="--", label=ideal)
     if "fits" in table and not table["fits"].all():  # timed, but the KV caches do not fit
         bad = table[~table["fits"].astype(bool)]
         for ax, column, scale in ((left, "step_s", 1e3), (right, "tokens_per_s", 1)):
@@ -114,21 +132,21 @@ def decode_batch_chart(table: pd.DataFrame, title: str = "") -> Figure:
                 s=90,
                 color=COLORS["queue"],
                 zorder=5,
-                label="does not fit in GPU memory",
+                label=_("does not fit in GPU memory"),
             )
     left.set_xscale("log", base=2)
-    left.set_xlabel("sequences decoded together (batch)")
-    left.set_ylabel("one decode step (ms)")
+    left.set_xlabel(_("sequences decoded together (batch)"))
+    left.set_ylabel(_("one decode step (ms)"))
     left.set_ylim(bottom=0)
     left.legend(fontsize=8)
     right.plot(table["batch"], table["tokens_per_s"], marker="o", color=COLORS["decode"])
     right.set_xscale("log", base=2)
     right.set_yscale("log")
-    right.set_xlabel("sequences decoded together (batch)")
-    right.set_ylabel("output tokens/s (whole GPU)")
+    right.set_xlabel(_("sequences decoded together (batch)"))
+    right.set_ylabel(_("output tokens/s (whole GPU)"))
     if "fits" in table and not table["fits"].all():
         right.legend(fontsize=8)
-    fig.suptitle(title or "Decode: the step barely slows while batch grows, so throughput rises")
+    fig.suptitle(title or _("Decode: the step barely slows while batch grows, so throughput rises"))
     return fig
 
 
@@ -151,13 +169,13 @@ def prefill_chart(table: pd.DataFrame) -> Figure:
         right.plot(group["prompt_tokens"], group["ttft_s"], marker="o", label=label)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("prompt length (tokens)")
+        ax.set_xlabel(_("prompt length (tokens)"))
     left.set_ylim(bottom=0)
-    left.set_ylabel("prefill time per prompt token (µs)")
-    left.set_title("Per token: flat, then attention's T² term")
+    left.set_ylabel(_("prefill time per prompt token (µs)"))
+    left.set_title(_("Per token: flat, then attention's T² term"))
     right.set_yscale("log")
-    right.set_ylabel("whole prefill = TTFT without queueing (s)")
-    right.set_title("Longer prompts → later first token")
+    right.set_ylabel(_("whole prefill = TTFT without queueing (s)"))
+    right.set_title(_("Longer prompts → later first token"))
     left.legend(fontsize=8)
     return fig
 
@@ -171,9 +189,9 @@ def gpu_comparison_chart(table: pd.DataFrame) -> Figure:
     fig, (left, right) = new_figure(10, 3.6, ncols=2)
     names = [str(n).replace("NVIDIA ", "").split(" (")[0] for n in table.index]
     left.barh(names, table["ttft_s"] * 1e3, color=COLORS["prefill"])
-    left.set_xlabel("TTFT (ms): follows FLOP/s")
+    left.set_xlabel(_("TTFT (ms): follows FLOP/s"))
     right.barh(names, table["tpot_s"] * 1e3, color=COLORS["decode"])
-    right.set_xlabel("TPOT (ms): follows memory bandwidth")
+    right.set_xlabel(_("TPOT (ms): follows memory bandwidth"))
     for ax in (left, right):
         ax.invert_yaxis()
     right.set_yticks(range(len(names)), [""] * len(names))
@@ -195,23 +213,24 @@ def flash_traffic_chart(table: pd.DataFrame, title: str = "") -> Figure:
     require_columns(table, {"fa2_compulsory_bytes"})
     fig, (mem, traffic) = new_figure(11, 4, ncols=2)
     n = table["seq_len"]
-    mem.plot(n, table["score_matrix_bytes"] / 1e9, marker="o", color="k", label="standard")
-    mem.set_title("Memory: the score matrix (FlashAttention: none)", fontsize=9)
-    mem.set_ylabel("N×N scores stored per layer (GB)")
-    traffic.plot(n, table["standard_bytes"] / 1e9, marker="o", label="standard (Algorithm 0)")
-    traffic.plot(
-        n, table["fa2_stream_bytes"] / 1e9, marker="s", label="FA2, every K/V tile from HBM"
-    )
-    traffic.plot(n, table["fa2_compulsory_bytes"] / 1e9, marker="^", label="FA2, each tensor once")
-    traffic.set_title("Traffic: HBM bytes per layer", fontsize=9)
-    traffic.set_ylabel("HBM reads + writes per layer (GB)")
+    mem.plot(n, table["score_matrix_bytes"] / 1e9, marker="o", color="k", label=_("standard"))
+    mem.set_title(_("Memory: the score matrix (FlashAttention: none)"), fontsize=9)
+    mem.set_ylabel(_("N×N scores stored per layer (GB)"))
+    standard = _("standard (Algorithm 0)")
+    traffic.plot(n, table["standard_bytes"] / 1e9, marker="o", label=standard)
+    stream = _("FA2, every K/V tile from HBM")
+    traffic.plot(n, table["fa2_stream_bytes"] / 1e9, marker="s", label=stream)
+    once = _("FA2, each tensor once")
+    traffic.plot(n, table["fa2_compulsory_bytes"] / 1e9, marker="^", label=once)
+    traffic.set_title(_("Traffic: HBM bytes per layer"), fontsize=9)
+    traffic.set_ylabel(_("HBM reads + writes per layer (GB)"))
     traffic.legend(fontsize=7)
     for ax in (mem, traffic):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length N (tokens)")
+        ax.set_xlabel(_("sequence length N (tokens)"))
     mem.set_yscale("log")
     traffic.set_yscale("log")
-    fig.suptitle(title or "FlashAttention: no N×N matrix in memory, and less traffic")
+    fig.suptitle(title or _("FlashAttention: no N×N matrix in memory, and less traffic"))
     return fig
 
 
@@ -239,33 +258,35 @@ def measured_steps_chart(table: pd.DataFrame, title: str = "") -> Figure:
         dec.plot(group["batch"], group["model_s"] * 1e3, "-", color=color, label=f"{context:,.0f}")
         dec.plot(group["batch"], group["ideal_s"] * 1e3, "--", color=color, alpha=0.6)
     dec.set_xscale("log", base=2)
-    dec.set_xlabel("sequences decoded together (batch)")
-    dec.set_ylabel("one decode step (ms)")
+    dec.set_xlabel(_("sequences decoded together (batch)"))
+    dec.set_ylabel(_("one decode step (ms)"))
     dec.set_ylim(bottom=0)
-    dec.legend(title="context (tokens)", fontsize=7, title_fontsize=7)
-    dec.set_title("Decode: a floor it never reaches")
+    dec.legend(title=_("context (tokens)"), fontsize=7, title_fontsize=7)
+    dec.set_title(_("Decode: a floor it never reaches"))
     prefill = table[(table["kind"] == "prefill_graph") & (table["batch"] == 1)]
     prefill = prefill.sort_values("tokens").drop_duplicates("tokens")
     per = prefill["tokens"]
-    pre.plot(per, prefill["measured_s"] / per * 1e6, "o", color=COLORS["prefill"], label="measured")
-    pre.plot(per, prefill["model_s"] / per * 1e6, "-", color=COLORS["prefill"], label="model")
-    pre.plot(per, prefill["ideal_s"] / per * 1e6, "--", color="grey", label="roofline floor")
+    measured, model = _("measured"), _("model")
+    pre.plot(per, prefill["measured_s"] / per * 1e6, "o", color=COLORS["prefill"], label=measured)
+    pre.plot(per, prefill["model_s"] / per * 1e6, "-", color=COLORS["prefill"], label=model)
+    floor = _("roofline floor")
+    pre.plot(per, prefill["ideal_s"] / per * 1e6, "--", color="grey", label=floor)
     pre.set_xscale("log", base=2)
-    pre.set_xlabel("prompt length (tokens), batch 1")
-    pre.set_ylabel("prefill time per prompt token (µs)")
+    pre.set_xlabel(_("prompt length (tokens), batch 1"))
+    pre.set_ylabel(_("prefill time per prompt token (µs)"))
     pre.set_ylim(bottom=0)
     pre.legend(fontsize=7)
-    pre.set_title("Prefill: short prompts pay fixed costs")
+    pre.set_title(_("Prefill: short prompts pay fixed costs"))
     mixed = table[table["kind"] == "mixed_step"].sort_values("prefill_chunk")
-    mix.plot(mixed["prefill_chunk"], mixed["measured_s"] * 1e3, "o", color="k", label="measured")
-    mix.plot(mixed["prefill_chunk"], mixed["model_s"] * 1e3, "-", color="k", label="model")
-    mix.plot(mixed["prefill_chunk"], mixed["ideal_s"] * 1e3, "--", color="grey", label="floor")
-    mix.set_xlabel("prompt chunk in the step (tokens)")
-    mix.set_ylabel("one step (ms)")
+    mix.plot(mixed["prefill_chunk"], mixed["measured_s"] * 1e3, "o", color="k", label=measured)
+    mix.plot(mixed["prefill_chunk"], mixed["model_s"] * 1e3, "-", color="k", label=model)
+    mix.plot(mixed["prefill_chunk"], mixed["ideal_s"] * 1e3, "--", color="grey", label=_("floor"))
+    mix.set_xlabel(_("prompt chunk in the step (tokens)"))
+    mix.set_ylabel(_("one step (ms)"))
     mix.set_ylim(bottom=0)
     mix.legend(fontsize=7)
-    mix.set_title("32 decodes + a prompt chunk")
-    fig.suptitle(title or "Measured steps (dots), the model (lines), the roofline (dashed)")
+    mix.set_title(_("32 decodes + a prompt chunk"))
+    fig.suptitle(title or _("Measured steps (dots), the model (lines), the roofline (dashed)"))
     return fig
 
 
@@ -288,12 +309,9 @@ def profile_chart(table: pd.DataFrame, title: str = "") -> Figure:
     for i, (batch, rows) in enumerate(table.groupby("batch")):
         color = colors[i % len(colors)]
         left.plot(rows["context_tokens"], rows[first], ls="--", color=color)
-        left.plot(
-            rows["context_tokens"], rows[last], marker="o", color=color, label=f"batch {batch}"
-        )
-        right.plot(
-            rows["context_tokens"], rows["ratio"], marker="o", color=color, label=f"batch {batch}"
-        )
+        label = _("batch {batch}").format(batch=batch)
+        left.plot(rows["context_tokens"], rows[last], marker="o", color=color, label=label)
+        right.plot(rows["context_tokens"], rows["ratio"], marker="o", color=color, label=label)
     if "fits" in table and not table["fits"].all():  # timed, but the KV caches do not fit
         bad = table[~table["fits"].astype(bool)]
         left.scatter(
@@ -303,16 +321,20 @@ def profile_chart(table: pd.DataFrame, title: str = "") -> Figure:
             s=90,
             color=COLORS["queue"],
             zorder=5,
-            label="does not fit in GPU memory",
+            label=_("does not fit in GPU memory"),
         )
     for ax in (left, right):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("cached tokens per sequence")
+        ax.set_xlabel(_("cached tokens per sequence"))
     left.set_yscale("log")
-    left.set_ylabel(f"one decode step (ms): {last[:-3]} solid, {first[:-3]} dashed")
+    # TRANSLATORS: {solid} and {dashed} are engine profiles: "vllm", "pytorch".
+    axis = _("one decode step (ms): {solid} solid, {dashed} dashed")
+    left.set_ylabel(axis.format(solid=last[:-3], dashed=first[:-3]))
     left.legend(fontsize=8)
     right.axhline(1, color="grey", lw=0.8)
-    right.set_ylabel(f"{first[:-3]} step ÷ {last[:-3]} step")
+    right.set_ylabel(_("{first} step ÷ {last} step").format(first=first[:-3], last=last[:-3]))
     right.set_ylim(bottom=0.9)
-    fig.suptitle(title or "Where split-KV decode attention matters: small batches, long contexts")
+    fig.suptitle(
+        title or _("Where split-KV decode attention matters: small batches, long contexts")
+    )
     return fig

@@ -8,8 +8,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llminfer.plots._figure import COLORS, new_figure, require_columns
+from llminfer.plots.fonts import N_, _
 from llminfer.sim.loadsweep import load_column
 from llminfer.sim.simulate import SimResult
+
+#: The batching policies (``EngineConfig.policy``) as a figure names them.
+POLICIES = {"continuous": N_("continuous"), "static": N_("static")}
 
 
 def throughput_latency(
@@ -30,8 +34,8 @@ def throughput_latency(
     data = table.sort_values(kind)
     fig, (left, right) = new_figure(10, 4, ncols=2)
     left.plot(data[kind], data["output_tps"], marker="o", color=COLORS["decode"])
-    left.set_ylabel("output throughput (tokens/s)")
-    left.set_title("Throughput rises, then flattens")
+    left.set_ylabel(_("output throughput (tokens/s)"))
+    left.set_title(_("Throughput rises, then flattens"))
     styles = {"ttft_s": ("TTFT", COLORS["prefill"]), "tpot_s": ("TPOT", COLORS["decode"])}
     for metric, (label, colour) in styles.items():
         for q, dash in zip(percentiles, ("-", "--", ":"), strict=False):
@@ -46,14 +50,14 @@ def throughput_latency(
         if slo and metric in slo:
             right.axhline(slo[metric], color=colour, lw=0.8, alpha=0.6)
     right.set_yscale("log")
-    right.set_ylabel("latency (s, log scale)")
-    right.set_title("... while latency climbs")
+    right.set_ylabel(_("latency (s, log scale)"))
+    right.set_title(_("... while latency climbs"))
     for ax in (left, right):
-        ax.set_xlabel("offered load (requests/s)" if kind == "rate" else "concurrent users")
+        ax.set_xlabel(_("offered load (requests/s)") if kind == "rate" else _("concurrent users"))
         if knee_load is not None:
-            ax.axvline(knee_load, color="grey", ls="--", lw=1, label="knee")
+            ax.axvline(knee_load, color="grey", ls="--", lw=1, label=_("knee"))
         if best is not None:
-            ax.axvline(best, color=COLORS["free"], lw=2, alpha=0.7, label="best under SLO")
+            ax.axvline(best, color=COLORS["free"], lw=2, alpha=0.7, label=_("best under SLO"))
     right.legend(fontsize=8, ncols=2)
     if knee_load is not None or best is not None:
         left.legend(fontsize=8)
@@ -71,7 +75,7 @@ def step_timeline(result: SimResult, until_s: float | None = None) -> Figure:
         steps = steps[steps.time <= until_s]
     fig, (top, middle, bottom) = new_figure(9, 6, nrows=3)
     top.step(steps.time, steps.batch_size, where="post", color=COLORS["decode"], lw=1)
-    top.set_ylabel("sequences\nper step")
+    top.set_ylabel(_("sequences\nper step"))
     middle.step(
         steps.time,
         steps.kv_blocks / result.capacity_blocks,
@@ -80,14 +84,18 @@ def step_timeline(result: SimResult, until_s: float | None = None) -> Figure:
         lw=1,
     )
     middle.set_ylim(0, 1.05)
-    middle.set_ylabel("KV blocks used\n(share of capacity)")
+    middle.set_ylabel(_("KV blocks used\n(share of capacity)"))
     bottom.step(steps.time, steps.waiting, where="post", color=COLORS["queue"], lw=1)
-    bottom.set_ylabel("requests\nwaiting")
-    bottom.set_xlabel("simulated time (s)")
-    top.set_title(
-        f"{result.engine.policy} batching, {result.workload.describe()}, "
-        f"{result.preemptions} preemptions"
+    bottom.set_ylabel(_("requests\nwaiting"))
+    bottom.set_xlabel(_("simulated time (s)"))
+    policy = result.engine.policy
+    # TRANSLATORS: {policy} is "continuous" or "static"; {workload} describes the requests.
+    title = _("{policy} batching, {workload}, {preemptions} preemptions").format(
+        policy=_(POLICIES[policy]) if policy in POLICIES else policy,
+        workload=result.workload.describe(),
+        preemptions=result.preemptions,
     )
+    top.set_title(title)
     return fig
 
 
@@ -104,7 +112,9 @@ def policy_comparison(
     require_columns(table, metrics)
     fig, axes = new_figure(3.2 * len(metrics) + 1, 3.2, ncols=len(metrics))
     axes = [axes] if len(metrics) == 1 else list(axes)
-    labels = [str(i).replace(", ", "\n") for i in table.index]
+    # a label that is a policy's name ("static", "continuous") is shown in the learner's language
+    names = [str(i) for i in table.index]
+    labels = [(_(POLICIES[n]) if n in POLICIES else n).replace(", ", "\n") for n in names]
     for ax, metric in zip(axes, metrics, strict=True):
         ax.bar(labels, table[metric], color=COLORS["decode"])
         unit = "tokens/s" if metric.endswith("_tps") else ""
@@ -112,8 +122,10 @@ def policy_comparison(
             unit = "s"
         if log and unit == "s":
             ax.set_yscale("log")
-            unit = "s, log scale"
-        ax.set_title(f"{metric} ({unit})" if unit else metric, fontsize=10)
+            unit = _("s, log scale")
+        ax.set_title(
+            _("{metric} ({unit})").format(metric=metric, unit=unit) if unit else metric, fontsize=10
+        )
         ax.tick_params(axis="x", labelsize=8)
     return fig
 
@@ -133,8 +145,8 @@ def chunk_size_tradeoff(table: pd.DataFrame) -> Figure:
     ax.plot(budget, data["ttft_s_p99"] * 1e3, "s-", color=COLORS["prefill"], label="p99 TTFT")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("max_num_batched_tokens (tokens per step, log scale)")
-    ax.set_ylabel("ms (log scale)")
-    ax.set_title("Smaller chunks: smoother streams, later first tokens")
+    ax.set_xlabel(_("max_num_batched_tokens (tokens per step, log scale)"))
+    ax.set_ylabel(_("ms (log scale)"))
+    ax.set_title(_("Smaller chunks: smoother streams, later first tokens"))
     ax.legend(fontsize=8)
     return fig

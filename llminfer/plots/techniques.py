@@ -6,6 +6,17 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots.fonts import N_, _
+
+#: The links whose names hold words (``DisaggregationExplorer``'s own and
+#: ``llminfer.sim.techniques.KV_LINKS``), marked for the catalogs: a legend shows a link's name
+#: in the learner's language, and any other name as it is.
+LINK_NAMES = (
+    N_("NVLink (same node)"),
+    N_("PCIe (same node)"),
+    N_("NVLink 4 (same node)"),
+    N_("100 Gb/s Ethernet"),
+)
 
 
 def quantization_bars(table: pd.DataFrame) -> Figure:
@@ -16,11 +27,11 @@ def quantization_bars(table: pd.DataFrame) -> Figure:
     """
     fig, (left, right) = new_figure(9, 3.4, ncols=2)
     left.bar(table["dtype"], table["weight_bytes"] / 1e9, color=COLORS["weights"])
-    left.set_ylabel("weights per GPU (GB = 10⁹ bytes)")
+    left.set_ylabel(_("weights per GPU (GB = 10⁹ bytes)"))
     right.bar(table["dtype"], table["tpot_floor_s"] * 1e3, color=COLORS["decode"])
-    right.set_ylabel("TPOT floor at batch 1 (ms)")
-    left.set_title("Fewer bytes per weight ...")
-    right.set_title("... fewer bytes to read per token")
+    right.set_ylabel(_("TPOT floor at batch 1 (ms)"))
+    left.set_title(_("Fewer bytes per weight ..."))
+    right.set_title(_("... fewer bytes to read per token"))
     return fig
 
 
@@ -31,18 +42,20 @@ def fragmentation_bars(table: pd.DataFrame) -> Figure:
     Introduced in: notebooks/05_optimizations.ipynb
     """
     fig, ax = new_figure(7, 3.2)
-    ax.barh(table["policy"], table["utilization"] * 100, color=COLORS["KV cache"], label="tokens")
+    ax.barh(
+        table["policy"], table["utilization"] * 100, color=COLORS["KV cache"], label=_("tokens")
+    )
     ax.barh(
         table["policy"],
         table["waste"] * 100,
         left=table["utilization"] * 100,
         color=COLORS["headroom"],
-        label="reserved but empty",
+        label=_("reserved but empty"),
     )
     ax.invert_yaxis()
-    ax.set_xlabel("allocated KV slots (%)")
+    ax.set_xlabel(_("allocated KV slots (%)"))
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("How much reserved KV memory holds real tokens")
+    ax.set_title(_("How much reserved KV memory holds real tokens"))
     return fig
 
 
@@ -56,10 +69,10 @@ def speculative_curves(table: pd.DataFrame) -> Figure:
     for alpha, group in table.groupby("alpha"):
         ax.plot(group["gamma"], group["speedup"], marker="o", label=f"α = {alpha:g}")
     ax.axhline(1, color="grey", ls="--", lw=1)
-    ax.set_xlabel("draft length γ (tokens proposed per step)")
-    ax.set_ylabel("wall-time speed-up (×)")
+    ax.set_xlabel(_("draft length γ (tokens proposed per step)"))
+    ax.set_ylabel(_("wall-time speed-up (×)"))
     ax.legend(fontsize=8)
-    ax.set_title("Speculative decoding pays only when drafts are accepted")
+    ax.set_title(_("Speculative decoding pays only when drafts are accepted"))
     return fig
 
 
@@ -70,11 +83,11 @@ def prefix_ttft_curve(hit_rates, ttft_s, miss_s: float) -> Figure:
     """
     fig, ax = new_figure(6, 3.4)
     ax.plot(list(hit_rates), [t * 1e3 for t in ttft_s], marker="o", color=COLORS["prefill"])
-    ax.axhline(miss_s * 1e3, color="grey", ls="--", lw=1, label="no cache")
-    ax.set_xlabel("prefix-cache hit rate")
-    ax.set_ylabel("prefill time per request (ms)")
+    ax.axhline(miss_s * 1e3, color="grey", ls="--", lw=1, label=_("no cache"))
+    ax.set_xlabel(_("prefix-cache hit rate"))
+    ax.set_ylabel(_("prefill time per request (ms)"))
     ax.legend(fontsize=8)
-    ax.set_title("Prefix caching: skipped prompt tokens shorten TTFT")
+    ax.set_title(_("Prefix caching: skipped prompt tokens shorten TTFT"))
     return fig
 
 
@@ -90,12 +103,12 @@ def tensor_parallel_curves(table: pd.DataFrame) -> Figure:
         right.plot(group["n_gpus"], group["comm_s"] * 1e3, marker="o", label=link)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("GPUs (tensor parallel)")
+        ax.set_xlabel(_("GPUs (tensor parallel)"))
         ax.legend(fontsize=8)
-    left.set_ylabel("decode step (ms)")
-    right.set_ylabel("of which all-reduce (ms)")
-    left.set_title("Per-token time")
-    right.set_title("Communication does not shrink")
+    left.set_ylabel(_("decode step (ms)"))
+    right.set_ylabel(_("of which all-reduce (ms)"))
+    left.set_title(_("Per-token time"))
+    right.set_title(_("Communication does not shrink"))
     return fig
 
 
@@ -118,7 +131,7 @@ def disaggregation_bars(table: pd.DataFrame) -> Figure:
         [prefill[p] * 1e3 for p in prompts],
         width,
         color=COLORS["prefill"],
-        label="prefill",
+        label=_("prefill"),
     )
     overlapped = bool((table["exposed_s"] < table["transfer_s"]).any())
     for k, link in enumerate(links):
@@ -128,7 +141,8 @@ def disaggregation_bars(table: pd.DataFrame) -> Figure:
             x,
             [rows.loc[p, "exposed_s"] * 1e3 for p in prompts],
             width,
-            label=f"{link}: added to TTFT",
+            # TRANSLATORS: {link} is a link's name: "NVLink (same node)", "100 Gb/s Ethernet".
+            label=_("{link}: added to TTFT").format(link=_(link)),
         )
         if overlapped:
             ax.bar(
@@ -140,13 +154,15 @@ def disaggregation_bars(table: pd.DataFrame) -> Figure:
                 linestyle="--",
             )
     ax.set_xticks(list(positions), [f"{p:,}" for p in prompts])
-    ax.set_xlabel("prompt tokens")
+    ax.set_xlabel(_("prompt tokens"))
     ax.set_yscale("log")
-    ax.set_ylabel("time (ms, log scale)")
+    ax.set_ylabel(_("time (ms, log scale)"))
     ax.legend(fontsize=8)
-    mode = "pulled after the prefill" if table["transfer"].iloc[0] == "pull" else "per layer"
-    title = f"Shipping the KV cache ({mode}) versus computing it"
-    ax.set_title(title + ("; dashed: the whole copy" if overlapped else ""))
+    pulled = table["transfer"].iloc[0] == "pull"
+    mode = _("pulled after the prefill") if pulled else _("per layer")
+    # TRANSLATORS: {mode} is "pulled after the prefill" or "per layer".
+    title = _("Shipping the KV cache ({mode}) versus computing it").format(mode=mode)
+    ax.set_title(title + (_("; dashed: the whole copy") if overlapped else ""))
     return fig
 
 
@@ -157,18 +173,18 @@ def speculative_batch_curve(table: pd.DataFrame) -> Figure:
     Introduced in: notebooks/05_optimizations.ipynb
     """
     fig, ax = new_figure(7, 3.6)
-    ax.plot(table["batch"], table["speedup"], "o-", color=COLORS["decode"], label="speed-up")
+    ax.plot(table["batch"], table["speedup"], "o-", color=COLORS["decode"], label=_("speed-up"))
     ax.plot(
         table["batch"],
         table["verify_over_decode"],
         "s--",
         color=COLORS["prefill"],
-        label="verify step ÷ decode step",
+        label=_("verify step ÷ decode step"),
     )
     ax.axhline(1, color="grey", linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("decoding sequences in the batch (log scale)")
-    ax.set_ylabel("ratio (×)")
-    ax.set_title("Verification stops being free as the batch grows")
+    ax.set_xlabel(_("decoding sequences in the batch (log scale)"))
+    ax.set_ylabel(_("ratio (×)"))
+    ax.set_title(_("Verification stops being free as the batch grows"))
     ax.legend(fontsize=8)
     return fig

@@ -50,6 +50,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from traitlets import TraitError
 
+from llminfer.language import _, get_language
 from llminfer.plots._figure import NotebookFigure, drawing_into, figure_png
 from llminfer.widgets import _prefetch
 
@@ -123,6 +124,9 @@ def _layout_key(fig: Figure) -> tuple:
 class Explorer(ABC):
     """Base class: subclasses implement ``compute``, and optionally ``describe`` and ``draw``.
 
+    A subclass's ``title`` is written in English and marked ``N_``; it is shown in the
+    learner's language. Pictures are kept per language as well as per control values.
+
     Introduced in: notebooks/01_introduction.ipynb
     """
 
@@ -182,7 +186,7 @@ class Explorer(ABC):
             control.observe(self._on_change, names="value")
         self.ui = W.VBox(
             [
-                W.HTML(f"<b>{html.escape(self.title)}</b>"),
+                W.HTML(f"<b>{html.escape(_(self.title))}</b>"),
                 W.GridBox(
                     list(controls.values()),
                     # Columns at least 420 px wide: a long description and the readout leave
@@ -226,12 +230,17 @@ class Explorer(ABC):
         for obj in (result, getattr(result, "estimate", None)):
             fits = getattr(obj, "fits", None)
             if isinstance(fits, bool) and not fits:
-                return getattr(obj, "reason", "") or "this configuration does not fit"
+                return getattr(obj, "reason", "") or _("this configuration does not fit")
         columns = getattr(result, "columns", ())
         if "fits" in columns and not result["fits"].all():
             bad = result[~result["fits"].astype(bool)]
             first = str(bad["reason"].iloc[0]) if "reason" in columns else ""
-            return f"{len(bad)} of {len(result)} rows do not fit" + (f": {first}" if first else "")
+            # TRANSLATORS: {bad} of {total} rows of a table; {reason} says why the first does not.
+            if first:
+                found = _("{bad} of {total} rows do not fit: {reason}")
+            else:
+                found = _("{bad} of {total} rows do not fit")
+            return found.format(bad=len(bad), total=len(result), reason=first)
         return ""
 
     def _shown_as(self, values: dict) -> dict:
@@ -266,8 +275,9 @@ class Explorer(ABC):
         if ready is None:
             self._image.value = self._picture(values)  # first: it is what the eye waits for
         self.warning = self.feasibility_warning(self.result)
+        not_feasible = html.escape(_("⚠ Not feasible:"))  # outside the f-string: extracted
         banner = (
-            f"<p style='color:#b00020'><b>⚠ Not feasible:</b> {html.escape(self.warning)}</p>"
+            f"<p style='color:#b00020'><b>{not_feasible}</b> {html.escape(self.warning)}</p>"
             if self.warning
             else ""
         )
@@ -289,7 +299,8 @@ class Explorer(ABC):
 
     @staticmethod
     def _key(values: dict[str, Any]) -> tuple | None:
-        key = tuple(values.items())
+        # the language too: the same values make another picture in Chinese
+        key = (("language", get_language()), *values.items())
         try:
             hash(key)
         except TypeError:  # an unhashable value: never cached
@@ -395,9 +406,9 @@ class Explorer(ABC):
         # The widget view, with a plain-text stand-in that says what this is (where no widget
         # can be drawn) instead of ipywidgets' VBox(children=(HTML(value=... .
         bundle = self.ui._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = (
-            f"{type(self).__name__}: {self.title} (run the notebook to move its controls)"
-        )
+        # TRANSLATORS: {name} is the explorer's class (RooflineExplorer), {title} its title.
+        stand_in = _("{name}: {title} (run the notebook to move its controls)")
+        bundle["text/plain"] = stand_in.format(name=type(self).__name__, title=_(self.title))
         return bundle
 
 

@@ -128,9 +128,13 @@ def _start_worker(parent_pid: int) -> None:
 
 
 def render(
-    token: str, cls_module: str, cls_name: str, arguments: dict, values: dict
+    token: str, cls_module: str, cls_name: str, arguments: dict, values: dict, language: str = "en"
 ) -> bytes | None:
-    """In the worker: the PNG the explorer shows for ``values`` (None when it shows an error)."""
+    """In the worker: the PNG the explorer shows for ``values`` (None when it shows an error),
+    in the kernel's ``language`` (a spawned worker does not inherit ``set_language``)."""
+    from llminfer.language import set_language
+
+    set_language(language)
     explorer = _explorers.get(token)
     if explorer is None:
         import importlib
@@ -149,9 +153,13 @@ def render(
 
 def submit(token: str, explorer: Any, arguments: dict, values: dict) -> Future | None:
     """Ask the worker for the picture of ``values``; None when it cannot be asked."""
+    from llminfer.language import get_language
+
     cls = type(explorer)
     try:
-        return executor().submit(render, token, cls.__module__, cls.__qualname__, arguments, values)
+        return executor().submit(
+            render, token, cls.__module__, cls.__qualname__, arguments, values, get_language()
+        )
     except Exception:  # no worker (a broken pool, arguments that cannot be pickled): draw here
         return None
 

@@ -9,8 +9,10 @@ import ipywidgets as W
 from llminfer.diagnose.cases import CASE_SLO, CASE_STUDIES
 from llminfer.diagnose.findings import Diagnosis
 from llminfer.diagnose.run import diagnose
+from llminfer.language import N_, _
 from llminfer.logs.reading import read_requests
 from llminfer.logs.schema import RequestLog
+from llminfer.plots import fonts
 from llminfer.plots.diagnose import before_after_cdf
 from llminfer.widgets._explorer import Explorer, whole
 
@@ -23,7 +25,7 @@ class DiagnosisExplorer(Explorer):
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
 
-    title = "Troubleshooting: case study → diagnosis"
+    title = N_("Troubleshooting: case study → diagnosis")
 
     def __init__(
         self,
@@ -34,21 +36,21 @@ class DiagnosisExplorer(Explorer):
     ) -> None:
         self._runs: dict[tuple[str, bool], RequestLog] = {}
         controls = {
-            "case": W.Dropdown(options=list(CASE_STUDIES), value=case, description="case"),
-            "fixed": W.Checkbox(value=fixed, description="apply the suggested change"),
+            "case": W.Dropdown(options=list(CASE_STUDIES), value=case, description=_("case")),
+            "fixed": W.Checkbox(value=fixed, description=_("apply the suggested change")),
             "ttft_ms": W.IntSlider(
                 value=whole(ttft_ms, "ttft_ms"),
                 min=50,
                 max=5000,
                 step=50,
-                description="TTFT target (ms)",
+                description=_("TTFT target (ms)"),
             ),
             "tpot_ms": W.IntSlider(
                 value=whole(tpot_ms, "tpot_ms"),
                 min=5,
                 max=200,
                 step=1,
-                description="TPOT target (ms)",
+                description=_("TPOT target (ms)"),
             ),
         }
         super().__init__(controls)
@@ -70,12 +72,15 @@ class DiagnosisExplorer(Explorer):
 
     def describe(self, diagnosis: Diagnosis) -> str:
         study = CASE_STUDIES[self.controls["case"].value]
+        # the case's story and change are translated where the diagnose catalog has them
+        change = html.escape(_(study.fix_description))
         fix = (
-            f"<br>suggested change: {html.escape(study.fix_description)}"
+            "<br>" + _("suggested change: {change}").format(change=change)
             if study.fix
-            else "<br>(a healthy service: no change to apply)"
+            else "<br>" + _("(a healthy service: no change to apply)")
         )
-        return f"<p><i>{html.escape(study.story)}</i>{fix}</p>{diagnosis._repr_html_()}"
+        story = html.escape(_(study.story))
+        return f"<p><i>{story}</i>{fix}</p>{diagnosis._repr_html_()}"
 
     def draw(self, diagnosis: Diagnosis):
         case = self.controls["case"].value
@@ -83,5 +88,11 @@ class DiagnosisExplorer(Explorer):
             self.run(case, False),
             self.run(case, self.controls["fixed"].value),
             slo=diagnosis.slo,
-            title=f"{case}: as found vs {'fixed' if self.controls['fixed'].value else 'as found'}",
+            # TRANSLATORS: {case} is a case study's key ("busy"); the figure compares the case
+            # as found with the fixed run (or with itself when the change is not applied).
+            title=(
+                fonts._("{case}: as found vs fixed")
+                if self.controls["fixed"].value
+                else fonts._("{case}: as found vs as found")
+            ).format(case=case),
         )

@@ -7,6 +7,7 @@ import html
 import ipywidgets as W
 import pandas as pd
 
+from llminfer.language import N_, _
 from llminfer.logs.metrics import _as_log
 from llminfer.logs.schema import RequestLog
 from llminfer.logs.summary import Summary, summarize
@@ -20,7 +21,7 @@ class SLOExplorer(Explorer):
     Introduced in: notebooks/06_log_analysis.ipynb
     """
 
-    title = "Latency targets → goodput"
+    title = N_("Latency targets → goodput")
 
     def __init__(
         self,
@@ -38,17 +39,21 @@ class SLOExplorer(Explorer):
                 min=50,
                 max=5000,
                 step=50,
-                description="TTFT target (ms)",
+                description=_("TTFT target (ms)"),
             ),
             "tpot_ms": W.IntSlider(
                 value=whole(tpot_ms, "tpot_ms"),
                 min=5,
                 max=200,
                 step=5,
-                description="TPOT target (ms)",
+                description=_("TPOT target (ms)"),
             ),
             "e2e_s": W.IntSlider(
-                value=whole(e2e_s, "e2e_s"), min=1, max=120, step=1, description="E2E target (s)"
+                value=whole(e2e_s, "e2e_s"),
+                min=1,
+                max=120,
+                step=1,
+                description=_("E2E target (s)"),
             ),
         }
         super().__init__(controls)
@@ -58,10 +63,20 @@ class SLOExplorer(Explorer):
         return summarize(self.log, slo=slo)
 
     def describe(self, summary: Summary) -> str:
+        # TRANSLATORS: {goodput} and {completed} are requests/s; keep the <b> tags.
+        line = _(
+            "goodput <b>{goodput:.2f} requests/s</b> of {completed:.2f} completed · good "
+            "fraction <b>{good:.1%}</b> · {failed} failed requests never count as good"
+        )
         return (
-            f"<p>goodput <b>{summary.goodput_rps:.2f} requests/s</b> of "
-            f"{summary.rps:.2f} completed · good fraction <b>{summary.good_fraction:.1%}</b>"
-            f" · {html.escape(str(summary.n_failed))} failed requests never count as good</p>"
+            "<p>"
+            + line.format(
+                goodput=summary.goodput_rps,
+                completed=summary.rps,
+                good=summary.good_fraction,
+                failed=html.escape(str(summary.n_failed)),
+            )
+            + "</p>"
         )
 
     def draw(self, summary: Summary):

@@ -7,6 +7,7 @@ import html
 import ipywidgets as W
 
 from llminfer.cost.memory import MemoryPlan, plan_memory
+from llminfer.language import N_, _
 from llminfer.plots.memory import memory_bar
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.units import format_bytes
@@ -23,7 +24,7 @@ class MemoryExplorer(Explorer):
     Introduced in: notebooks/04_memory_budget.ipynb
     """
 
-    title = "Memory budget: weights first, the rest is KV cache"
+    title = N_("Memory budget: weights first, the rest is KV cache")
 
     def __init__(
         self,
@@ -36,18 +37,20 @@ class MemoryExplorer(Explorer):
         concurrency: int = 16,
     ) -> None:
         controls = {
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
-            "n_gpus": W.IntSlider(value=n_gpus, min=1, max=8, description="GPUs (tensor parallel)"),
-            "weight_dtype": W.Dropdown(
-                options=WEIGHT_DTYPES, value=weight_dtype, description="weights"
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
+            "n_gpus": W.IntSlider(
+                value=n_gpus, min=1, max=8, description=_("GPUs (tensor parallel)")
             ),
-            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description="KV cache"),
+            "weight_dtype": W.Dropdown(
+                options=WEIGHT_DTYPES, value=weight_dtype, description=_("weights")
+            ),
+            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description=_("KV cache")),
             "context_tokens": W.SelectionSlider(
-                options=CONTEXT_CHOICES, value=context_tokens, description="context (tokens)"
+                options=CONTEXT_CHOICES, value=context_tokens, description=_("context (tokens)")
             ),
             "concurrency": W.IntSlider(
-                value=concurrency, min=1, max=512, description="concurrent requests"
+                value=concurrency, min=1, max=512, description=_("concurrent requests")
             ),
         }
         super().__init__(controls)
@@ -67,11 +70,18 @@ class MemoryExplorer(Explorer):
 
     def describe(self, plan: MemoryPlan) -> str:
         colour = "#1b7a1b" if plan.fits else "#b00020"
-        verdict = "fits" if plan.fits else "does not fit"
+        verdict = _("fits") if plan.fits else _("does not fit")
+        # TRANSLATORS: {kv} is bytes ("128 KiB"), {context} tokens, {most} requests.
+        figures = _(
+            "KV per token: {kv} per GPU · max concurrency at {context:,} tokens: {most:.2f}x"
+        ).format(
+            kv=format_bytes(plan.kv_bytes_per_token),
+            context=plan.context_tokens,
+            most=plan.max_concurrency,
+        )
         return (
-            f"<p><b style='color:{colour}'>{verdict}</b>: {html.escape(plan.reason)}<br>"
-            f"KV per token: {format_bytes(plan.kv_bytes_per_token)} per GPU · "
-            f"max concurrency at {plan.context_tokens:,} tokens: {plan.max_concurrency:.2f}x</p>"
+            f"<p><b style='color:{colour}'>{html.escape(verdict)}</b>: "
+            f"{html.escape(plan.reason)}<br>{figures}</p>"
         )
 
     def draw(self, plan: MemoryPlan):

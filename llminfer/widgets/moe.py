@@ -9,6 +9,7 @@ import ipywidgets as W
 import pandas as pd
 
 from llminfer.cost.moe import EPMemoryPlan, experts_touched, plan_ep_memory
+from llminfer.language import N_, _
 from llminfer.plots.moe import ep_sweep_chart, experts_touched_chart
 from llminfer.sim.expert_parallel import EPStep, ep_step, ep_sweep, expert_bound_batch
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
@@ -20,6 +21,8 @@ BATCH_CHOICES = [2**k for k in range(0, 10)]  # 1 ... 512 sequences per GPU
 CONTEXT_CHOICES = [512, 1000, 2000, 4096, 4989, 8192, 16384, 32768]
 IMBALANCE_CHOICES = [1.0, 1.1, 1.25, 1.5, 2.0, 2.54, 3.0]
 DTYPES = ["bf16", "fp8", "mxfp4", "nvfp4"]
+#: The parts of a MoE decode step (``EPStep.bound``), as a summary names them.
+PARTS = {"attention": N_("attention"), "experts": N_("experts"), "all-to-all": N_("all-to-all")}
 
 
 def moe_models() -> list[str]:
@@ -38,24 +41,29 @@ class ExpertsExplorer(Explorer):
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
 
-    title = "Experts a decode step touches, by batch and expert-parallel degree"
+    title = N_("Experts a decode step touches, by batch and expert-parallel degree")
 
     def __init__(self, model: str = "deepseek-v3", batch: int = 16, ep: int = 1) -> None:
         controls = {
-            "model": W.Dropdown(options=moe_models(), value=model, description="model"),
+            "model": W.Dropdown(options=moe_models(), value=model, description=_("model")),
             "batch": W.SelectionSlider(
-                options=BATCH_CHOICES, value=batch, description="sequences per GPU"
+                options=BATCH_CHOICES, value=batch, description=_("sequences per GPU")
             ),
-            "ep": W.SelectionSlider(options=EP_CHOICES, value=ep, description="EP degree (GPUs)"),
+            "ep": W.SelectionSlider(
+                options=EP_CHOICES, value=ep, description=_("EP degree (GPUs)")
+            ),
         }
         super().__init__(controls)
 
     def compute(self, model, batch, ep) -> dict:
         m = get_model(model)
         if ep > m.n_experts:
+            # the learner moved a slider too far: said in the learner's language
             raise ValueError(
-                f"ep={ep} exceeds {m.name}'s {m.n_experts} routed experts: some GPU would hold "
-                "none; choose a smaller EP degree"
+                _(
+                    "ep={ep} exceeds {model}'s {experts} routed experts: some GPU would hold "
+                    "none; choose a smaller EP degree"
+                ).format(ep=ep, model=m.name, experts=m.n_experts)
             )
         local = m.n_experts / ep
         touched = float(experts_touched(m.n_experts, m.experts_per_token, batch * ep)) / ep
@@ -71,10 +79,20 @@ class ExpertsExplorer(Explorer):
 
     def describe(self, r: dict) -> str:
         return html.escape(
-            f"{r['model']}, EP{r['ep']}: each GPU holds {r['local_experts']:g} experts per "
-            f"layer; a step of {r['batch']} sequences per GPU ({r['batch'] * r['ep']:,} tokens "
-            f"in the group) touches {r['touched']:.1f} of them ({r['share']:.0%}). 90 % are "
-            f"touched from {r['bound_batch']:.1f} sequences per GPU."
+            _(
+                "{model}, EP{ep}: each GPU holds {local:g} experts per layer; a step of {batch} "
+                "sequences per GPU ({tokens:,} tokens in the group) touches {touched:.1f} of "
+                "them ({share:.0%}). 90 % are touched from {bound:.1f} sequences per GPU."
+            ).format(
+                model=r["model"],
+                ep=r["ep"],
+                local=r["local_experts"],
+                batch=r["batch"],
+                tokens=r["batch"] * r["ep"],
+                touched=r["touched"],
+                share=r["share"],
+                bound=r["bound_batch"],
+            )
         )
 
     def draw(self, r: dict):
@@ -99,10 +117,15 @@ class MoEServing:
 
     @property
     def reason(self) -> str:
-        return (
-            f"{self.step.batch} sequences of {self.step.context_tokens:,} tokens per GPU need "
-            f"more KV cache than the {format_bytes(max(0.0, self.memory.kv_budget_bytes))} "
-            f"left per GPU (room for {self.memory.max_seqs_per_gpu:.1f})"
+        # TRANSLATORS: {left} is bytes ("12.3 GiB"); {room} how many such sequences fit.
+        return _(
+            "{batch} sequences of {context:,} tokens per GPU need more KV cache than the "
+            "{left} left per GPU (room for {room:.1f})"
+        ).format(
+            batch=self.step.batch,
+            context=self.step.context_tokens,
+            left=format_bytes(max(0.0, self.memory.kv_budget_bytes)),
+            room=self.memory.max_seqs_per_gpu,
         )
 
 
@@ -113,7 +136,7 @@ class MoEServingExplorer(Explorer):
     Introduced in: notebooks/09_mixture_of_experts.ipynb
     """
 
-    title = "MoE decode under expert parallelism: step time, throughput, memory"
+    title = N_("MoE decode under expert parallelism: step time, throughput, memory")
 
     def __init__(
         self,
@@ -128,21 +151,25 @@ class MoEServingExplorer(Explorer):
         overlap: bool = True,
     ) -> None:
         controls = {
-            "model": W.Dropdown(options=moe_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
-            "ep": W.SelectionSlider(options=EP_CHOICES, value=ep, description="EP degree (GPUs)"),
+            "model": W.Dropdown(options=moe_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
+            "ep": W.SelectionSlider(
+                options=EP_CHOICES, value=ep, description=_("EP degree (GPUs)")
+            ),
             "batch": W.SelectionSlider(
-                options=BATCH_CHOICES, value=batch, description="sequences per GPU"
+                options=BATCH_CHOICES, value=batch, description=_("sequences per GPU")
             ),
             "context_tokens": W.SelectionSlider(
-                options=CONTEXT_CHOICES, value=context_tokens, description="context (tokens)"
+                options=CONTEXT_CHOICES, value=context_tokens, description=_("context (tokens)")
             ),
             "weight_dtype": W.Dropdown(
-                options=DTYPES, value=weight_dtype, description="non-expert weights"
+                options=DTYPES, value=weight_dtype, description=_("non-expert weights")
             ),
-            "expert_dtype": W.Dropdown(options=DTYPES, value=expert_dtype, description="experts"),
-            "imbalance": choice_slider(imbalance, IMBALANCE_CHOICES, "hottest GPU ÷ mean load"),
-            "overlap": W.Checkbox(value=overlap, description="two-batch overlap"),
+            "expert_dtype": W.Dropdown(
+                options=DTYPES, value=expert_dtype, description=_("experts")
+            ),
+            "imbalance": choice_slider(imbalance, IMBALANCE_CHOICES, _("hottest GPU ÷ mean load")),
+            "overlap": W.Checkbox(value=overlap, description=_("two-batch overlap")),
         }
         super().__init__(controls)
 
@@ -186,13 +213,28 @@ class MoEServingExplorer(Explorer):
 
     def describe(self, r: MoEServing) -> str:
         s = r.step
+        # TRANSLATORS: {bound} is the part that takes longest: attention, experts, all-to-all;
+        # {memory} is the memory plan in a sentence.
         return html.escape(
-            f"EP{s.ep}, {s.batch} sequences per GPU: step {format_duration(s.step_s)} "
-            f"(attention side {format_duration(s.attention_s)}, experts "
-            f"{format_duration(s.expert_s)}, all-to-all {format_duration(s.comm_s)}; bound by "
-            f"{s.bound}) → {s.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
-            f"{s.tokens_per_s_per_user:.1f} tokens/s per user; experts touched per GPU "
-            f"{s.experts_touched_per_gpu:.1f} of {s.experts_per_gpu:g}. Memory: {r.memory}"
+            _(
+                "EP{ep}, {batch} sequences per GPU: step {step} (attention side {attention}, "
+                "experts {experts}, all-to-all {comm}; bound by {bound}) → {gpu_tps:,.0f} "
+                "tokens/s per GPU, {user_tps:.1f} tokens/s per user; experts touched per GPU "
+                "{touched:.1f} of {local:g}. Memory: {memory}"
+            ).format(
+                ep=s.ep,
+                batch=s.batch,
+                step=format_duration(s.step_s),
+                attention=format_duration(s.attention_s),
+                experts=format_duration(s.expert_s),
+                comm=format_duration(s.comm_s),
+                bound=_(PARTS[s.bound]) if s.bound in PARTS else s.bound,
+                gpu_tps=s.tokens_per_s_per_gpu,
+                user_tps=s.tokens_per_s_per_user,
+                touched=s.experts_touched_per_gpu,
+                local=s.experts_per_gpu,
+                memory=r.memory,
+            )
         )
 
     def draw(self, r: MoEServing):

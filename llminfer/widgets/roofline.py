@@ -9,6 +9,8 @@ import ipywidgets as W
 
 from llminfer.cost.latency import Estimate, estimate_latency, request_breakdown
 from llminfer.cost.roofline import arithmetic_intensity, compute_dtype, ridge_point
+from llminfer.language import N_, _
+from llminfer.plots import fonts
 from llminfer.plots.roofline import request_breakdown_chart, roofline_chart
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.specs.stepmodel import DEFAULT_PROFILE, PROFILES
@@ -19,13 +21,26 @@ TOKEN_CHOICES = [2**k for k in range(4, 18)]  # 16 ... 131,072 tokens
 BATCH_CHOICES = [2**k for k in range(0, 11)]  # 1 ... 1,024 sequences
 WEIGHT_DTYPES = ["bf16", "fp8", "int8", "int4"]
 KV_DTYPES = ["bf16", "fp8"]
+#: A request's stages (``request_breakdown``) as a summary names them.
+STAGES = {
+    "network": N_("network"),
+    "queue": N_("queue"),
+    "prefill": N_("prefill"),
+    "decode": N_("decode"),
+}
+#: What bounds a step (``Estimate.prefill_bound``, ``decode_bound``), in words.
+BOUNDS = {"compute": N_("compute-bound"), "memory": N_("memory-bound")}
+
+
+def _bound(kind: str) -> str:
+    return _(BOUNDS[kind]) if kind in BOUNDS else f"{kind}-bound"
 
 
 def _profile_control(profile: str) -> W.Dropdown:
     """The engine whose step times an explorer shows (``llminfer.specs.stepmodel.PROFILES``)."""
     if profile not in PROFILES:
         raise ValueError(f"profile={profile!r} must be one of {', '.join(PROFILES)}")
-    return W.Dropdown(options=list(PROFILES), value=profile, description="engine")
+    return W.Dropdown(options=list(PROFILES), value=profile, description=_("engine"))
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,7 @@ class RequestJourney(Explorer):
     Introduced in: notebooks/01_introduction.ipynb
     """
 
-    title = "The journey of one request: network → queue → prefill → decode"
+    title = N_("The journey of one request: network → queue → prefill → decode")
 
     def __init__(
         self,
@@ -65,19 +80,19 @@ class RequestJourney(Explorer):
     ) -> None:
         controls = {
             "profile": _profile_control(profile),
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
             "prompt_tokens": W.SelectionSlider(
-                options=TOKEN_CHOICES, value=prompt_tokens, description="prompt (tokens)"
+                options=TOKEN_CHOICES, value=prompt_tokens, description=_("prompt (tokens)")
             ),
             "output_tokens": W.SelectionSlider(
-                options=TOKEN_CHOICES[:9], value=output_tokens, description="output (tokens)"
+                options=TOKEN_CHOICES[:9], value=output_tokens, description=_("output (tokens)")
             ),
             "network_ms": W.IntSlider(
-                value=network_ms, min=0, max=500, step=10, description="network (ms)"
+                value=network_ms, min=0, max=500, step=10, description=_("network (ms)")
             ),
             "queue_ms": W.IntSlider(
-                value=queue_ms, min=0, max=5000, step=50, description="queue wait (ms)"
+                value=queue_ms, min=0, max=5000, step=50, description=_("queue wait (ms)")
             ),
         }
         super().__init__(controls)
@@ -91,12 +106,21 @@ class RequestJourney(Explorer):
         return Journey(request_breakdown(est, network_ms / 1e3, queue_ms / 1e3), est)
 
     def describe(self, journey: Journey) -> str:
-        parts = " · ".join(f"{k} {format_duration(v)}" for k, v in journey.stages.items())
+        parts = " · ".join(
+            f"{_(STAGES[k]) if k in STAGES else k} {format_duration(v)}"
+            for k, v in journey.stages.items()
+        )
         est = journey.estimate
+        # TRANSLATORS: {prefill} and {decode} are "compute-bound" or "memory-bound".
+        times = _("TTFT (server) {ttft}, {prefill} · TPOT {tpot}, {decode}").format(
+            ttft=format_duration(est.ttft_s),
+            prefill=_bound(est.prefill_bound),
+            tpot=format_duration(est.tpot_s),
+            decode=_bound(est.decode_bound),
+        )
         return (
             f"<p>{html.escape(parts)} = <b>{format_duration(journey.total_s)}</b><br>"
-            f"TTFT (server) {format_duration(est.ttft_s)}, {est.prefill_bound}-bound · "
-            f"TPOT {format_duration(est.tpot_s)}, {est.decode_bound}-bound</p>"
+            f"{html.escape(times)}</p>"
         )
 
     def draw(self, journey: Journey):
@@ -112,7 +136,7 @@ class RooflineExplorer(Explorer):
     Introduced in: notebooks/02_prefill_and_decode.ipynb
     """
 
-    title = "Roofline: where prefill and decode sit"
+    title = N_("Roofline: where prefill and decode sit")
 
     def __init__(
         self,
@@ -126,16 +150,18 @@ class RooflineExplorer(Explorer):
     ) -> None:
         controls = {
             "profile": _profile_control(profile),
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
-            "batch": W.SelectionSlider(options=BATCH_CHOICES, value=batch, description="batch"),
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
+            "batch": W.SelectionSlider(options=BATCH_CHOICES, value=batch, description=_("batch")),
             "context_tokens": W.SelectionSlider(
-                options=TOKEN_CHOICES, value=context_tokens, description="prompt/context (tokens)"
+                options=TOKEN_CHOICES,
+                value=context_tokens,
+                description=_("prompt/context (tokens)"),
             ),
             "weight_dtype": W.Dropdown(
-                options=WEIGHT_DTYPES, value=weight_dtype, description="weights"
+                options=WEIGHT_DTYPES, value=weight_dtype, description=_("weights")
             ),
-            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description="KV cache"),
+            "kv_dtype": W.Dropdown(options=KV_DTYPES, value=kv_dtype, description=_("KV cache")),
         }
         super().__init__(controls)
 
@@ -156,18 +182,29 @@ class RooflineExplorer(Explorer):
     def describe(self, est: Estimate) -> str:
         gpu = get_gpu(self.controls["gpu"].value)
         ridge = ridge_point(gpu, compute_dtype(est.prefill_cost.weight_dtype, gpu))
-        return (
-            f"<p>ridge point {ridge:.0f} FLOP/byte · prefill "
-            f"{arithmetic_intensity(est.prefill_cost):.0f} FLOP/byte → TTFT "
-            f"{format_duration(est.ttft_s)} ({est.prefill_bound}-bound) · decode "
-            f"{arithmetic_intensity(est.decode_cost):.1f} FLOP/byte → TPOT "
-            f"{format_duration(est.tpot_s)} ({est.decode_bound}-bound)</p>"
+        line = _(
+            "ridge point {ridge:.0f} FLOP/byte · prefill {prefill_intensity:.0f} FLOP/byte → "
+            "TTFT {ttft} ({prefill}) · decode {decode_intensity:.1f} FLOP/byte → TPOT {tpot} "
+            "({decode})"
+        ).format(
+            ridge=ridge,
+            prefill_intensity=arithmetic_intensity(est.prefill_cost),
+            ttft=format_duration(est.ttft_s),
+            prefill=_bound(est.prefill_bound),
+            decode_intensity=arithmetic_intensity(est.decode_cost),
+            tpot=format_duration(est.tpot_s),
+            decode=_bound(est.decode_bound),
         )
+        return f"<p>{html.escape(line)}</p>"
 
     def draw(self, est: Estimate):
         gpu = get_gpu(self.controls["gpu"].value)
+        # TRANSLATORS: the decode point's label must still say "decode" (the chart colours a
+        # point whose label holds "decode"); keep "Decode" in the Chinese label.
+        decode = fonts._("decode batch {batch}").format(batch=est.batch)
+        prefill = fonts._("prefill {batch}×{tokens:,} tokens")
         points = {
-            f"prefill {est.batch}×{est.prompt_tokens:,} tokens": est.prefill_cost,
-            f"decode batch {est.batch}": est.decode_cost,
+            prefill.format(batch=est.batch, tokens=est.prompt_tokens): est.prefill_cost,
+            decode: est.decode_cost,
         }
         return roofline_chart(gpu, points)

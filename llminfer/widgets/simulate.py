@@ -8,6 +8,7 @@ import html
 import ipywidgets as W
 import pandas as pd
 
+from llminfer.language import N_, _
 from llminfer.plots.simulate import policy_comparison, throughput_latency
 from llminfer.sim.loadsweep import best_load, compare_engines, knee, load_column
 from llminfer.sim.simulate import EngineConfig
@@ -32,7 +33,7 @@ class LoadExplorer(Explorer):
     Introduced in: notebooks/03_metrics.ipynb
     """
 
-    title = "High throughput is not good UX: the best load under a latency target"
+    title = N_("High throughput is not good UX: the best load under a latency target")
 
     def __init__(
         self, table: pd.DataFrame, ttft_s: float = 1.0, tpot_ms: float = 50.0, percentile=99
@@ -41,16 +42,16 @@ class LoadExplorer(Explorer):
         self.kind = load_column(table)
         self.knee = knee(table)
         controls = {
-            "ttft_s": choice_slider(ttft_s, TTFT_TARGETS_S, "TTFT target (s)"),
+            "ttft_s": choice_slider(ttft_s, TTFT_TARGETS_S, _("TTFT target (s)")),
             "tpot_ms": W.IntSlider(
                 value=whole(tpot_ms, "tpot_ms"),
                 min=5,
                 max=300,
                 step=5,
-                description="TPOT target (ms)",
+                description=_("TPOT target (ms)"),
             ),
             "percentile": W.Dropdown(
-                options=[50, 90, 99], value=percentile, description="percentile"
+                options=[50, 90, 99], value=percentile, description=_("percentile")
             ),
         }
         super().__init__(controls)
@@ -62,17 +63,23 @@ class LoadExplorer(Explorer):
         return {"best": best, "knee": self.knee, "row": row, "slo": slo, "percentile": percentile}
 
     def describe(self, result: dict) -> str:
-        unit = "requests/s" if self.kind == "rate" else "users"
+        unit = _("requests/s") if self.kind == "rate" else _("users")
         if result["best"] is None:
-            return (
-                f"<p style='color:#b00020'>No load in the sweep meets p{result['percentile']} "
-                f"TTFT ≤ {result['slo']['ttft_s']:g} s and TPOT ≤ "
-                f"{result['slo']['tpot_s'] * 1e3:g} ms.</p>"
+            none = _(
+                "No load in the sweep meets p{percentile} TTFT ≤ {ttft:g} s and TPOT ≤ {tpot:g} ms."
+            ).format(
+                percentile=result["percentile"],
+                ttft=result["slo"]["ttft_s"],
+                tpot=result["slo"]["tpot_s"] * 1e3,
             )
+            return f"<p style='color:#b00020'>{html.escape(none)}</p>"
         row = result["row"]
+        # TRANSLATORS: {unit} is "requests/s" or "users".
         return html.escape(
-            f"Best load: {result['best']:g} {unit} → {row['output_tps']:,.0f} output tokens/s "
-            f"(knee of the throughput curve at {result['knee']:g} {unit})."
+            _(
+                "Best load: {best:g} {unit} → {tps:,.0f} output tokens/s (knee of the "
+                "throughput curve at {knee:g} {unit})."
+            ).format(best=result["best"], unit=unit, tps=row["output_tps"], knee=result["knee"])
         )
 
     def draw(self, result: dict):
@@ -92,7 +99,7 @@ class BatchingExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Continuous versus static batching at the same offered load"
+    title = N_("Continuous versus static batching at the same offered load")
 
     def __init__(
         self,
@@ -106,13 +113,13 @@ class BatchingExplorer(Explorer):
         self.model, self.gpu, self.n_requests = get_model(model), get_gpu(gpu), n_requests
         self.profile = get_profile(profile)  # the engine whose steps are simulated
         controls = {
-            "rate": choice_slider(rate, RATES, "requests/s", "{:.3g}"),
+            "rate": choice_slider(rate, RATES, _("requests/s"), "{:.3g}"),
             "max_num_seqs": W.SelectionSlider(
                 options=[1, 2, 4, 8, 16, 32, 64, 128, 256],
                 value=max_num_seqs,
                 description="max_num_seqs",
             ),
-            "chunked_prefill": W.Checkbox(value=True, description="chunked prefill (V1)"),
+            "chunked_prefill": W.Checkbox(value=True, description=_("chunked prefill (V1)")),
         }
         super().__init__(controls)
 
@@ -132,9 +139,14 @@ class BatchingExplorer(Explorer):
     def describe(self, table: pd.DataFrame) -> str:
         ratio = table.loc["continuous", "output_tps"] / table.loc["static", "output_tps"]
         return html.escape(
-            f"Continuous batching: {ratio:.2f}× the output throughput of static batching; "
-            f"p99 TTFT {table.loc['continuous', 'ttft_s_p99']:.2f} s vs "
-            f"{table.loc['static', 'ttft_s_p99']:.2f} s."
+            _(
+                "Continuous batching: {ratio:.2f}× the output throughput of static batching; "
+                "p99 TTFT {continuous:.2f} s vs {static:.2f} s."
+            ).format(
+                ratio=ratio,
+                continuous=table.loc["continuous", "ttft_s_p99"],
+                static=table.loc["static", "ttft_s_p99"],
+            )
         )
 
     def draw(self, table: pd.DataFrame):

@@ -8,6 +8,7 @@ import html
 import ipywidgets as W
 import pandas as pd
 
+from llminfer.language import N_, _
 from llminfer.plots.techniques import (
     disaggregation_bars,
     fragmentation_bars,
@@ -30,13 +31,13 @@ class QuantizationExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Quantisation: fewer weight bytes, lower decode floor, more KV cache"
+    title = N_("Quantisation: fewer weight bytes, lower decode floor, more KV cache")
 
     def __init__(self, model="llama-3.1-8b", gpu="h100-sxm", n_gpus=1) -> None:
         controls = {
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
-            "n_gpus": W.IntSlider(value=n_gpus, min=1, max=8, description="GPUs"),
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
+            "n_gpus": W.IntSlider(value=n_gpus, min=1, max=8, description=_("GPUs")),
         }
         super().__init__(controls)
 
@@ -44,10 +45,16 @@ class QuantizationExplorer(Explorer):
         return techniques.quantization_table(get_model(model), get_gpu(gpu), n_gpus=n_gpus)
 
     def describe(self, table: pd.DataFrame) -> str:
+        # TRANSLATORS: one weight format's row: weights per GPU, TPOT floor, KV Cache room.
+        row = _("{dtype}: {gb:.1f} GB/GPU, TPOT ≥ {floor}, KV {kv:,} tokens")
         rows = [
-            f"{r.dtype}: {r.weight_bytes / 1e9:.1f} GB/GPU, "
-            f"TPOT ≥ {format_duration(r.tpot_floor_s)}, KV {r.kv_capacity_tokens:,} tokens"
-            + ("" if r.fits else " (does not fit)")
+            row.format(
+                dtype=r.dtype,
+                gb=r.weight_bytes / 1e9,
+                floor=format_duration(r.tpot_floor_s),
+                kv=r.kv_capacity_tokens,
+            )
+            + ("" if r.fits else _(" (does not fit)"))
             for r in table.itertuples()
         ]
         return "<br>".join(html.escape(r) for r in rows)
@@ -63,23 +70,25 @@ class PagingExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "PagedAttention: reservation versus blocks"
+    title = N_("PagedAttention: reservation versus blocks")
 
     def __init__(self, max_tokens=2048, block_size=16, max_prompt=1024, max_output=1024) -> None:
         controls = {
             "max_tokens": W.SelectionSlider(
                 options=[512, 1024, 2048, 4096, 8192, 32768],
                 value=max_tokens,
-                description="reserved max length",
+                description=_("reserved max length"),
             ),
             "block_size": W.SelectionSlider(
-                options=[1, 8, 16, 32, 64, 128, 256], value=block_size, description="block size"
+                options=[1, 8, 16, 32, 64, 128, 256],
+                value=block_size,
+                description=_("block size"),
             ),
             "max_prompt": W.IntSlider(
-                value=max_prompt, min=16, max=4096, step=16, description="prompt up to"
+                value=max_prompt, min=16, max=4096, step=16, description=_("prompt up to")
             ),
             "max_output": W.IntSlider(
-                value=max_output, min=16, max=4096, step=16, description="output up to"
+                value=max_output, min=16, max=4096, step=16, description=_("output up to")
             ),
         }
         super().__init__(controls)
@@ -90,8 +99,10 @@ class PagingExplorer(Explorer):
         )
 
     def describe(self, table: pd.DataFrame) -> str:
+        # TRANSLATORS: {policy} is an allocation policy's name ("paged 16", "reserve max").
+        row = _("{policy}: {utilization:.1%} of allocated slots hold tokens")
         return "<br>".join(
-            html.escape(f"{r.policy}: {r.utilization:.1%} of allocated slots hold tokens")
+            html.escape(row.format(policy=r.policy, utilization=r.utilization))
             for r in table.itertuples()
         )
 
@@ -106,7 +117,7 @@ class PrefixCacheExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Prefix caching: prefill tokens saved → TTFT"
+    title = N_("Prefix caching: prefill tokens saved → TTFT")
 
     def __init__(
         self, prompt_tokens=4096, shared_prefix_tokens=3000, hit_rate=0.8, profile="vllm"
@@ -114,12 +125,16 @@ class PrefixCacheExplorer(Explorer):
         self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
             "prompt_tokens": W.IntSlider(
-                value=prompt_tokens, min=128, max=32768, step=128, description="prompt tokens"
+                value=prompt_tokens, min=128, max=32768, step=128, description=_("prompt tokens")
             ),
             "shared_prefix_tokens": W.IntSlider(
-                value=shared_prefix_tokens, min=0, max=32768, step=1, description="shared prefix"
+                value=shared_prefix_tokens,
+                min=0,
+                max=32768,
+                step=1,
+                description=_("shared prefix"),
             ),
-            "hit_rate": choice_slider(hit_rate, grid(0, 1, 20), "hit rate", "{:.2f}"),
+            "hit_rate": choice_slider(hit_rate, grid(0, 1, 20), _("hit rate"), "{:.2f}"),
         }
         self.model, self.gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
         super().__init__(controls)
@@ -140,10 +155,17 @@ class PrefixCacheExplorer(Explorer):
         # cached, so a step of the slider often leaves the reuse (and the curve) unchanged, and
         # the summary says why instead of seeming not to react.
         return html.escape(
-            f"shared prefix {result['shared_prefix_tokens']:,} tokens → "
-            f"{result['cached_tokens']:,} reused per hit (whole 16-token blocks): prefill "
-            f"{format_duration(result['miss_s'])} → {format_duration(result['hit_s'])} on a hit, "
-            f"{format_duration(result['expected_s'])} on average ({result['speedup']:.2f}×)"
+            _(
+                "shared prefix {shared:,} tokens → {cached:,} reused per hit (whole 16-token "
+                "blocks): prefill {miss} → {hit} on a hit, {expected} on average ({speedup:.2f}×)"
+            ).format(
+                shared=result["shared_prefix_tokens"],
+                cached=result["cached_tokens"],
+                miss=format_duration(result["miss_s"]),
+                hit=format_duration(result["hit_s"]),
+                expected=format_duration(result["expected_s"]),
+                speedup=result["speedup"],
+            )
         )
 
     def draw(self, result: dict):
@@ -159,13 +181,13 @@ class SpeculativeExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Speculative decoding: acceptance rate and draft cost decide the gain"
+    title = N_("Speculative decoding: acceptance rate and draft cost decide the gain")
 
     def __init__(self, alpha=0.8, cost_ratio=0.05) -> None:
         controls = {
-            "alpha": choice_slider(alpha, grid(0, 0.99, 99), "acceptance α", "{:.2f}"),
+            "alpha": choice_slider(alpha, grid(0, 0.99, 99), _("acceptance α"), "{:.2f}"),
             "cost_ratio": choice_slider(
-                cost_ratio, grid(0, 1, 100), "draft cost ratio c", "{:.2f}"
+                cost_ratio, grid(0, 1, 100), _("draft cost ratio c"), "{:.2f}"
             ),
         }
         super().__init__(controls)
@@ -177,8 +199,10 @@ class SpeculativeExplorer(Explorer):
 
     def describe(self, result: dict) -> str:
         if result["gamma"] == 0:
-            return "<p>Best: do not speculate (every γ > 0 is slower than plain decoding).</p>"
-        return html.escape(f"Best draft length γ = {result['gamma']}: {result['speedup']:.2f}×")
+            none = _("Best: do not speculate (every γ > 0 is slower than plain decoding).")
+            return f"<p>{none}</p>"  # as written: "γ > 0" (never escaped)
+        best = _("Best draft length γ = {gamma}: {speedup:.2f}×")
+        return html.escape(best.format(gamma=result["gamma"], speedup=result["speedup"]))
 
     def draw(self, result: dict):
         return speculative_curves(result["table"])
@@ -191,20 +215,20 @@ class TensorParallelExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Tensor parallelism: where more GPUs stop paying"
+    title = N_("Tensor parallelism: where more GPUs stop paying")
 
     def __init__(
         self, model="llama-3.1-70b", gpu="h100-sxm", batch=1, context_tokens=2048, profile="vllm"
     ):
         self.profile = get_profile(profile)  # the engine whose efficiencies time the steps
         controls = {
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
             "batch": W.SelectionSlider(
-                options=[1, 4, 16, 64, 256], value=batch, description="batch"
+                options=[1, 4, 16, 64, 256], value=batch, description=_("batch")
             ),
             "context_tokens": W.SelectionSlider(
-                options=[512, 2048, 8192, 32768], value=context_tokens, description="context"
+                options=[512, 2048, 8192, 32768], value=context_tokens, description=_("context")
             ),
         }
         super().__init__(controls)
@@ -220,10 +244,20 @@ class TensorParallelExplorer(Explorer):
         )
 
     def describe(self, table: pd.DataFrame) -> str:
+        # TRANSLATORS: {link} is "NVLink" or "PCIe", {n_gpus} the GPU count.
+        row = _(
+            "{link} × {n_gpus}: {step:.2f} ms/step (comm {comm:.2f} ms), efficiency "
+            "{efficiency:.0%}"
+        )
         rows = [
-            f"{r.link} × {r.n_gpus}: {r.step_s * 1e3:.2f} ms/step (comm {r.comm_s * 1e3:.2f} ms)"
-            f", efficiency {r.efficiency:.0%}"
-            + ("" if r.fits else " — this batch's KV cache does not fit")
+            row.format(
+                link=r.link,
+                n_gpus=r.n_gpus,
+                step=r.step_s * 1e3,
+                comm=r.comm_s * 1e3,
+                efficiency=r.efficiency,
+            )
+            + ("" if r.fits else _(" — this batch's KV cache does not fit"))
             for r in table.itertuples()
         ]
         return "<br>".join(html.escape(r) for r in rows)
@@ -244,22 +278,22 @@ class DisaggregationExplorer(Explorer):
     Introduced in: notebooks/05_optimizations.ipynb
     """
 
-    title = "Prefill/decode disaggregation: the KV cache has to travel"
+    title = N_("Prefill/decode disaggregation: the KV cache has to travel")
 
     def __init__(
         self, model="llama-3.1-8b", gpu="h100-sxm", transfer="pull", profile="vllm"
     ) -> None:
         self.profile = get_profile(profile)  # the engine whose prefill steps are timed
         controls = {
-            "model": W.Dropdown(options=list_models(), value=model, description="model"),
-            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description="GPU"),
+            "model": W.Dropdown(options=list_models(), value=model, description=_("model")),
+            "gpu": W.Dropdown(options=list_gpus(), value=gpu, description=_("GPU")),
             "transfer": W.Dropdown(
-                options=[
-                    ("pull after prefill (vLLM NixlConnector, default)", "pull"),
-                    ("push layer by layer (P2pNccl, MoRIIO, LMCache)", "layerwise"),
+                options=[  # (what the learner reads, the value code reads)
+                    (_("pull after prefill (vLLM NixlConnector, default)"), "pull"),
+                    (_("push layer by layer (P2pNccl, MoRIIO, LMCache)"), "layerwise"),
                 ],
                 value=transfer,
-                description="KV transfer",
+                description=_("KV transfer"),
             ),
         }
         super().__init__(controls)
@@ -270,8 +304,9 @@ class DisaggregationExplorer(Explorer):
         links = {
             name: bw
             for name, bw in (
-                ("NVLink (same node)", chip.interconnect_bandwidth),
-                ("PCIe (same node)", chip.pcie_bandwidth),
+                # names the table keeps (code reads them); shown translated (plots.techniques)
+                (N_("NVLink (same node)"), chip.interconnect_bandwidth),
+                (N_("PCIe (same node)"), chip.pcie_bandwidth),
             )
             if bw
         }
@@ -282,12 +317,23 @@ class DisaggregationExplorer(Explorer):
 
     def describe(self, table: pd.DataFrame) -> str:
         worst = table.loc[table["exposed_s"].idxmax()]
-        mode = "pulled after the prefill" if worst["transfer"] == "pull" else "pushed per layer"
+        pulled = worst["transfer"] == "pull"
+        mode = _("pulled after the prefill") if pulled else _("pushed per layer")
+        # TRANSLATORS: {mode} is "pulled after the prefill" or "pushed per layer"; {link} a
+        # link's name; {exposed}, {transfer} and {prefill} are durations.
         return html.escape(
-            f"KV cache {mode}. Worst case: {worst['link']} at {worst['prompt_tokens']:,} prompt "
-            f"tokens adds {format_duration(worst['exposed_s'])} to TTFT (the whole copy takes "
-            f"{format_duration(worst['transfer_s'])}, {worst['transfer_over_prefill']:.2f}× "
-            f"the {format_duration(worst['prefill_s'])} prefill)."
+            _(
+                "KV cache {mode}. Worst case: {link} at {prompt:,} prompt tokens adds {exposed} "
+                "to TTFT (the whole copy takes {transfer}, {ratio:.2f}× the {prefill} prefill)."
+            ).format(
+                mode=mode,
+                link=_(worst["link"]),
+                prompt=worst["prompt_tokens"],
+                exposed=format_duration(worst["exposed_s"]),
+                transfer=format_duration(worst["transfer_s"]),
+                ratio=worst["transfer_over_prefill"],
+                prefill=format_duration(worst["prefill_s"]),
+            )
         )
 
     def draw(self, table: pd.DataFrame):
