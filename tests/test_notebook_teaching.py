@@ -24,6 +24,8 @@ SOURCES = {"en": ("## Sources",), "zh": ("## 参考资料", "## 资料来源", "
 
 def _edition(stem: str) -> str:
     return "zh" if stem.startswith("zh/") else "en"
+
+
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LINK = re.compile(r"https?://\S+")
 #: The folder beside the repository that learners do not have (spelled so as not to cite it).
