@@ -262,3 +262,21 @@ def test_a_picture_made_ahead_in_chinese_is_the_one_the_kernel_draws(language_ba
     assert bytes(explorer._image.value) == made_ahead
     for job in list(explorer._ahead.values()):
         job.cancel()
+
+
+def test_a_message_in_several_catalogs_has_one_translation():
+    # the catalogs are chained (exercises, widgets, plots, ...): a message found in two of
+    # them is read from the first everywhere, so both must say the same
+    from pathlib import Path
+
+    from babel.messages.pofile import read_po
+
+    folder = Path(widgets.__file__).parents[1] / "language" / "locale" / "zh" / "LC_MESSAGES"
+    seen: dict[str, dict[str, str]] = {}
+    for domain in ("exercises", "widgets", "plots"):
+        with (folder / f"{domain}.po").open("rb") as handle:
+            for message in read_po(handle, locale="zh"):
+                if message.id:
+                    seen.setdefault(message.id, {})[domain] = message.string
+    differ = {k: v for k, v in seen.items() if len(set(v.values())) > 1}
+    assert not differ, differ
