@@ -238,3 +238,45 @@ def test_english_is_what_it_always_was(language_back):
     for explorer in _explorers().values():
         assert not HAN.search(explorer.ui.children[0].value)
         assert not any(HAN.search(c.description) for c in explorer.controls.values())
+
+
+def test_a_picture_made_ahead_in_chinese_is_the_one_the_kernel_draws(language_back, monkeypatch):
+    # a real worker process (spawned: it starts in English) draws in the kernel's language
+    import time
+
+    monkeypatch.setattr(_prefetch, "enabled", lambda: True)
+    monkeypatch.setattr(_prefetch, "_waiting", [])
+    set_language("zh")
+    explorer = widgets.RequestJourney()
+    name, control = next(iter(explorer.controls.items()))
+    step = _prefetch.steps(control)[0]
+    key = explorer._key({**explorer.values(), name: step})
+    deadline = time.monotonic() + 60
+    while not (key in explorer._ahead and explorer._ahead[key].done()):
+        assert time.monotonic() < deadline, "the worker made no picture in time"
+        time.sleep(0.05)
+    control.value = step
+    made_ahead = bytes(explorer._image.value)
+    explorer._pictures.clear()
+    explorer.update()  # the same values drawn here, in this process, in Chinese
+    assert bytes(explorer._image.value) == made_ahead
+    for job in list(explorer._ahead.values()):
+        job.cancel()
+
+
+def test_a_message_in_several_catalogs_has_one_translation():
+    # the catalogs are chained (exercises, widgets, plots, ...): a message found in two of
+    # them is read from the first everywhere, so both must say the same
+    from pathlib import Path
+
+    from babel.messages.pofile import read_po
+
+    folder = Path(widgets.__file__).parents[1] / "language" / "locale" / "zh" / "LC_MESSAGES"
+    seen: dict[str, dict[str, str]] = {}
+    for domain in ("exercises", "widgets", "plots"):
+        with (folder / f"{domain}.po").open("rb") as handle:
+            for message in read_po(handle, locale="zh"):
+                if message.id:
+                    seen.setdefault(message.id, {})[domain] = message.string
+    differ = {k: v for k, v in seen.items() if len(set(v.values())) > 1}
+    assert not differ, differ
