@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from llminfer.language import _
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model, check_tensor_parallel
@@ -456,26 +457,40 @@ def plan_memory(
         return format_bytes(x, binary=True)  # GiB, as nvidia-smi and the article count memory
 
     if budget <= 0:
-        reason = (
-            f"weights ({gb(weights)}) plus reserve ({gb(reserve_bytes)}) exceed the usable "
-            f"{gb(usable)} per GPU by {gb(-budget)}; use more GPUs or a narrower weight dtype"
+        reason = _(
+            "weights ({weights}) plus reserve ({reserve}) exceed the usable {usable} per GPU "
+            "by {short}; use more GPUs or a narrower weight dtype"
+        ).format(
+            weights=gb(weights), reserve=gb(reserve_bytes), usable=gb(usable), short=gb(-budget)
         )
     elif context_tokens > model.max_context:
         fits = False  # the KV cache may hold it, but the model cannot read it
-        reason = (
-            f"context_tokens={context_tokens:,} is beyond {model.name}'s maximum context of "
-            f"{model.max_context:,} tokens: a server refuses such a request"
-        )
+        reason = _(
+            "context_tokens={context:,} is beyond {model}'s maximum context of {limit:,} tokens: "
+            "a server refuses such a request"
+        ).format(context=context_tokens, model=model.name, limit=model.max_context)
     elif not fits:
-        reason = (
-            f"{concurrency} request(s) of {context_tokens:,} tokens need {gb(needed)} of KV "
-            f"cache but the budget is {gb(budget)} (short by {gb(needed - budget)}); "
-            f"at most {concurrency_max:.2f} such requests fit"
+        reason = _(
+            "{n} request(s) of {context:,} tokens need {needed} of KV cache but the budget is "
+            "{budget} (short by {short}); at most {most:.2f} such requests fit"
+        ).format(
+            n=concurrency,
+            context=context_tokens,
+            needed=gb(needed),
+            budget=gb(budget),
+            short=gb(needed - budget),
+            most=concurrency_max,
         )
     else:
-        reason = (
-            f"{concurrency} request(s) of {context_tokens:,} tokens use {gb(needed)} of a "
-            f"{gb(budget)} KV budget; up to {concurrency_max:.2f} would fit"
+        reason = _(
+            "{n} request(s) of {context:,} tokens use {needed} of a {budget} KV budget; "
+            "up to {most:.2f} would fit"
+        ).format(
+            n=concurrency,
+            context=context_tokens,
+            needed=gb(needed),
+            budget=gb(budget),
+            most=concurrency_max,
         )
     return MemoryPlan(
         model=model.name,

@@ -23,7 +23,7 @@ LANGUAGES: tuple[str, ...] = ("en", "zh")
 #: The environment variable read when ``set_language`` was not called.
 LANGUAGE_ENV = "LLMINFER_LANG"
 #: The catalogs, one per part of the package (gettext domains), searched in this order.
-DOMAINS: tuple[str, ...] = ("exercises", "widgets", "plots", "diagnose", "cli")
+DOMAINS: tuple[str, ...] = ("exercises", "widgets", "plots", "diagnose", "cli", "cost")
 
 _chosen: str | None = None
 
