@@ -178,7 +178,7 @@ def test_the_latency_table_names_its_rows_in_the_language_font_or_not(no_font):
     from llminfer.plots.logs import latency_table
 
     table = latency_table(summarize(ARTICLE_LOG))
-    assert table.index[0] == "首字时间（TTFT），单位 ms"
+    assert table.index[0] == "首字时间（TTFT）（ms）"
     assert table.index.name == "latency" and "p99" in table.columns  # what code reads stays
     set_language("en")
     english = latency_table(summarize(ARTICLE_LOG))
