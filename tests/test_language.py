@@ -230,7 +230,7 @@ def test_a_chinese_figure_renders_without_a_missing_glyph(restore_language):
         pytest.skip("no CJK font here (apt-get install fonts-noto-cjk); figures stay English")
     llminfer.set_language("zh")
     assert fonts.speaks_chinese()
-    fonts._("首字时间")  # puts the CJK font behind the default family
+    assert fonts.prepare_fonts()  # the CJK font behind the default family
     fig, ax = new_figure()
     ax.set_title("首字时间（TTFT）p95 与并发")
     ax.set_xlabel("并发（用户）")
@@ -239,3 +239,31 @@ def test_a_chinese_figure_renders_without_a_missing_glyph(restore_language):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*missing from font.*")
         figure_png(fig)
+
+
+def test_sync_editions_carries_a_code_change_and_keeps_the_translation(tmp_path, monkeypatch):
+    tool = _script("sync_editions")
+    (tmp_path / "zh").mkdir()
+    english = tmp_path / ENGLISH[0].name
+    chinese = tmp_path / "zh" / ENGLISH[0].name
+    nb = nbformat.read(ENGLISH[0], as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    code[1].source += "\n# changed"
+    nbformat.write(nb, english)
+    chinese.write_bytes((ROOT / "notebooks" / "zh" / ENGLISH[0].name).read_bytes())
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    assert tool.sync(english, check=True) == [
+        f"{chinese.name}: code cells {[code[1].id]} differ from the English"
+    ]
+    assert tool.sync(english) == []
+    synced = nbformat.read(chinese, as_version=4)
+    zh_code = [c for c in synced.cells if c.cell_type == "code"]
+    assert zh_code[1].source.endswith("# changed") and zh_code[1].outputs == []
+    assert ZH_LINE in zh_code[0].source
+    zh_prose = [c.source for c in synced.cells if c.cell_type == "markdown"]
+    assert zh_prose == [
+        c.source
+        for c in nbformat.read(ROOT / "notebooks" / "zh" / ENGLISH[0].name, as_version=4).cells
+        if c.cell_type == "markdown"
+    ]
+    assert tool.sync(english, check=True) == []

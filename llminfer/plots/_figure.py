@@ -9,6 +9,8 @@ from contextvars import ContextVar
 
 from matplotlib.figure import Figure
 
+from llminfer.plots import fonts
+
 # The figure the next new_figure() call clears and reuses instead of making a new one (set by
 # an explorer while it redraws; None everywhere else).
 _TARGET: ContextVar[Figure | None] = ContextVar("llminfer_plots_target", default=None)
@@ -83,10 +85,7 @@ def new_figure(width: float = 7.0, height: float = 4.0, nrows: int = 1, ncols: i
     title and axis labels are made with its axes, and a text takes the font family in force
     when it is made, so the first figure after ``set_language("zh")`` would otherwise draw
     its axis labels in a font without Chinese glyphs (boxes)."""
-    from llminfer.plots import fonts
-
-    if fonts.speaks_chinese():
-        fonts._use_cjk_fallback(fonts.cjk_font())
+    fonts.prepare_fonts()
     fig = _TARGET.get()
     if fig is None:
         fig = NotebookFigure(figsize=(width, height), layout="constrained")

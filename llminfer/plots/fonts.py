@@ -79,26 +79,30 @@ def speaks_chinese() -> bool:
     return language.get_language() == "zh" and cjk_font() is not None
 
 
-def _use_cjk_fallback(font: str) -> None:
-    """Draw text in the default family with ``font`` behind it, glyph by glyph.
+def prepare_fonts() -> bool:
+    """Before a figure is made: whether it is drawn in Chinese, and if so the CJK font put
+    behind the default family so matplotlib falls back to it glyph by glyph.
 
     matplotlib falls back per glyph only across the families named in ``font.family`` (a
-    generic "sans-serif" is not expanded into a chain), so the default family is named.
+    generic "sans-serif" is not expanded into a chain), so the default family is named. Text
+    takes the font in force when its artist is made, so this runs before the axes exist.
+
+    Introduced in: notebooks/01_introduction.ipynb
     """
+    if not speaks_chinese():
+        return False
+    font = cjk_font()
     family = list(matplotlib.rcParams["font.family"])
-    if font in family:
-        return
-    if family == ["sans-serif"]:
-        family = list(matplotlib.rcParams["font.sans-serif"][:1])
-    matplotlib.rcParams["font.family"] = [*family, font]
+    if font not in family:
+        if family == ["sans-serif"]:
+            family = list(matplotlib.rcParams["font.sans-serif"][:1])
+        matplotlib.rcParams["font.family"] = [*family, font]
+    return True
 
 
 def _(message: str) -> str:
     """A figure's word in the learner's language where it can be drawn, else in English."""
-    if not speaks_chinese():
-        return message
-    _use_cjk_fallback(cjk_font())
-    return language._(message)
+    return language._(message) if prepare_fonts() else message
 
 
 N_ = language.N_
