@@ -34,7 +34,7 @@ lab: $(STAMP)
 # worker: --dist loadfile). pytest exits 5 when it ran no test, and make fails on any non-zero
 # exit, so "no test ran" fails.
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 > 5 ? 5 : n + 1 )))
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # How the suite's processes share the cores (measured, README "How long each target takes"):
 # - one BLAS thread per process: the workers are the parallelism. OpenBLAS's own threads spin
 #   while they wait, so 3 workers x 2 threads on 2 cores burned 3x the CPU of a numpy matmul
