@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
 
-from llminfer.bench.results import simulate_sweep
+from llminfer.bench.results import load_workloads, simulate_sweep
 from llminfer.cost.calibration import _from_free, _to_free, levenberg_marquardt
 from llminfer.cost.roofline import compute_dtype
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.simulate import EngineConfig, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
@@ -51,9 +51,16 @@ SWEEP_FIT = (
     "matmul_pad_tokens",
     "kv_bandwidth_efficiency",
 )
-#: The metrics a sweep is fitted on, columns of ``sweep_server``'s table.
-SWEEP_METRICS = ("ttft_s_p50", "tpot_s_p50")
+#: What ``fit_sweep`` fits unless told otherwise: ``SWEEP_FIT`` and the workload's
+#: ``request_latency_s`` (a request's time outside the engine: HTTP, parsing, tokenizing).
+SWEEP_LATENCY_FIT = (*SWEEP_FIT, "request_latency_s")
+#: The metrics a sweep is fitted on, columns of ``sweep_server``'s table: p50 TTFT and TPOT,
+#: and the p50 inter-token gap where the table has it (a decode step's time at that load,
+#: without the prefill stalls TPOT averages in).
+SWEEP_METRICS = ("ttft_s_p50", "tpot_s_p50", "itl_s_p50")
 _GPU_FIT = ("peak_flops", "memory_bandwidth")
+#: Constants of the ``Workload`` rather than of the step model that a fit may name.
+_WORKLOAD_FIT = ("request_latency_s",)
 _UNIT_EFFICIENCY = {
     "matmul_efficiency": 1.0,
     "attention_efficiency": 1.0,
@@ -71,36 +78,42 @@ def _effective_start(gpu: GPU, start: StepModel, dtype: str) -> tuple[GPU, StepM
     return gpu, replace(start, **_UNIT_EFFICIENCY)
 
 
-def fit_to_sweep(
+def fit_sweep(
     sweep: pd.DataFrame,
     workload: Workload,
     model: Model,
     gpu: GPU,
     engine: EngineConfig,
-    fit: Sequence[str] = SWEEP_FIT,
+    fit: Sequence[str] = SWEEP_LATENCY_FIT,
     start: str | StepModel = "pytorch",
-    metrics: Sequence[str] = SWEEP_METRICS,
+    metrics: Sequence[str] | None = None,
     iterations: int = 40,
     tol: float = 1e-6,
     **simulate_kwargs,
-) -> GPU:
-    """Fit the step model so ``simulate_sweep`` reproduces a measured sweep; returns the GPU.
+) -> SweepFit:
+    """Fit the step model (and the request latency) so ``simulate_sweep`` reproduces a
+    measured sweep; returns a ``SweepFit`` whose ``predict`` simulates any other load.
 
     ``sweep``: ``sweep_server``'s table (a ``concurrency`` or ``rate`` column and the
     ``metrics`` columns, seconds); ``workload``: the workload it was measured with (the load
     points are rebuilt by ``load_workloads``, so pass the same ``requests_per_user`` in
-    ``simulate_kwargs``); ``model``, ``engine`` and ``simulate_kwargs`` (``capacity_blocks``,
-    ``weight_dtype``, ``kv_dtype``, ``requests_per_user``) as ``simulate`` takes them.
+    ``simulate_kwargs``; for a closed loop set its ``send_gap_s`` to the client's,
+    ``measured_send_gap_s(logs)``); ``model``, ``engine`` and ``simulate_kwargs``
+    (``capacity_blocks``, ``weight_dtype``, ``kv_dtype``, ``requests_per_user``) as
+    ``simulate`` takes them.
     ``gpu``: a starting point only when ``"peak_flops"``/``"memory_bandwidth"`` are fitted (a
-    nominal machine: ``measure_machine()``, or a data sheet); ``start``: the engine profile the
-    other constants come from. ``fit``: ``SWEEP_FIT`` (see the module docstring: effective
-    peaks, efficiencies set to 1) or any ``StepModel`` constants, with or without the two peaks.
-    The fit stops after ``iterations`` or once the mean squared log error is at most ``tol``.
+    nominal machine: ``measure_machine()``, or a data sheet; both peaks are first rescaled so
+    the lightest load's TTFT and decode gap match); ``start``: the engine profile the other
+    constants come from. ``fit``: ``SWEEP_FIT`` (see the module docstring: effective peaks,
+    efficiencies set to 1, and the workload's ``request_latency_s``) or any ``StepModel``
+    constants, with or without the two peaks and the latency. ``metrics``: the p50 columns
+    to fit (default ``SWEEP_METRICS``, the inter-token gap only where the table has it). The
+    fit stops after ``iterations`` or once the mean squared log error is at most ``tol``.
 
-    Returns ``gpu`` with the fitted peaks and ``step_model`` (its ``source`` says what it was
-    fitted on): ``simulate_sweep(workload, concurrencies=[...], model=model, gpu=fitted,
-    engine=engine, ...)`` then predicts other loads. Raises ValueError for a sweep with fewer
-    p50s than constants to fit, or an unknown constant.
+    Returns a ``SweepFit``: ``gpu`` with the fitted peaks and ``step_model`` (its ``source``
+    says what it was fitted on), ``workload`` with the fitted ``request_latency_s``, the rms
+    log error, and ``predict(concurrencies=[...])`` for other loads. Raises ValueError for a
+    sweep with fewer p50s than constants to fit, or an unknown constant.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -110,20 +123,25 @@ def fit_to_sweep(
     if len(kinds) != 1:
         raise ValueError("sweep needs exactly one load column, 'concurrency' or 'rate'")
     kind = kinds[0]
+    if metrics is None:
+        metrics = [m for m in SWEEP_METRICS if m in sweep.columns or m != "itl_s_p50"]
     missing = [m for m in metrics if m not in sweep.columns]
     if missing:
         raise ValueError(f"sweep lacks column(s) {', '.join(missing)}")
     names = {f.name for f in fields(StepModel)} - {"source", "execution", "max_kv_splits"}
     fit = tuple(fit)
     for name in fit:
-        if name not in names and name not in _GPU_FIT:
-            raise ValueError(f"fit={fit!r}: {name!r} is neither a StepModel constant nor a peak")
-    measured = sweep[list(metrics)].to_numpy(dtype=float).ravel()
+        if name not in names and name not in _GPU_FIT and name not in _WORKLOAD_FIT:
+            raise ValueError(
+                f"fit={fit!r}: {name!r} is neither a StepModel constant, a peak nor "
+                "request_latency_s"
+            )
+    measured = sweep[list(metrics)].to_numpy(dtype=float)
     if not np.all(np.isfinite(measured) & (measured > 0)):
         raise ValueError(f"sweep's {', '.join(metrics)} must all be finite and > 0 seconds")
-    if len(measured) < len(fit):
+    if measured.size < len(fit):
         raise ValueError(
-            f"sweep holds {len(measured)} p50s, fewer than the {len(fit)} constants to fit"
+            f"sweep holds {measured.size} p50s, fewer than the {len(fit)} constants to fit"
         )
     dtype = compute_dtype(simulate_kwargs.get("weight_dtype", "bf16"), gpu)
     base = get_profile(start)
@@ -131,32 +149,36 @@ def fit_to_sweep(
         gpu, base = _effective_start(gpu, base, dtype)
     loads = sweep[kind].tolist()
 
-    def build(x: np.ndarray) -> tuple[GPU, StepModel]:
+    def build(x: np.ndarray) -> tuple[GPU, StepModel, Workload]:
         values = dict(zip(fit, x, strict=True))
         chip = gpu
         if "peak_flops" in values:
             chip = replace(chip, **{f"{dtype}_flops": math.exp(values.pop("peak_flops"))})
         if "memory_bandwidth" in values:
             chip = replace(chip, memory_bandwidth=math.exp(values.pop("memory_bandwidth")))
+        work = workload
+        if "request_latency_s" in values:
+            work = replace(work, request_latency_s=math.exp(values.pop("request_latency_s")))
         sm = replace(base, **{n: _from_free(n, v) for n, v in values.items()})
-        return chip, sm
+        return chip, sm, work
+
+    requests_per_user = simulate_kwargs.pop("requests_per_user", None)
+    load_kwargs = {f"{kind}s" if kind == "rate" else "concurrencies": loads}
+    if requests_per_user is not None:
+        load_kwargs["requests_per_user"] = requests_per_user
 
     def predict(x: np.ndarray) -> np.ndarray:
-        chip, sm = build(x)
-        table, _ = simulate_sweep(
-            workload,
-            **{f"{kind}s" if kind == "rate" else "concurrencies": loads},
-            percentiles=(50,),
-            model=model,
-            gpu=chip,
-            engine=engine,
-            profile=sm,
-            **simulate_kwargs,
+        chip, sm, work = build(x)
+        _, points = load_workloads(work, **load_kwargs)
+        return np.array(
+            [
+                _p50s(simulate(point, model, chip, engine, profile=sm, **simulate_kwargs), metrics)
+                for _, point in points
+            ]
         )
-        return table[list(metrics)].to_numpy(dtype=float).ravel()
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return np.log(predict(x) / measured)
+        return np.log(predict(x) / measured).ravel()
 
     x0 = []
     for name in fit:
@@ -164,21 +186,153 @@ def fit_to_sweep(
             x0.append(math.log(gpu.peak_flops(dtype)))
         elif name == "memory_bandwidth":
             x0.append(math.log(gpu.memory_bandwidth))
+        elif name == "request_latency_s":  # a small share of the lightest load's TTFT
+            ttft = float(sweep["ttft_s_p50"].min()) if "ttft_s_p50" in sweep else 1e-3
+            x0.append(math.log(workload.request_latency_s or 0.1 * ttft))
         else:
             value = getattr(base, name) or 1e-5
             if name in _UNIT_EFFICIENCY:  # a fraction fitted from the middle, not from its bound
                 value = min(value, 0.5)
             x0.append(_to_free(name, value))
+    x0 = _rescale_peaks(np.array(x0), fit, predict, measured, list(metrics), loads)
     # a step of 1e-3 in log space: p50s of a discrete-event run move in small jumps
     # and a fit within 0.1 % rms (tol: mean squared log error) is as good as timings get
-    x = levenberg_marquardt(residuals, np.array(x0), iterations, h=1e-3, tol=tol * measured.size)
-    chip, sm = build(x)
+    x = levenberg_marquardt(residuals, x0, iterations, h=1e-3, tol=tol * measured.size)
+    chip, sm, work = build(x)
     error = float(np.sqrt(np.mean(residuals(x) ** 2)))
+    latency = (
+        f"; request latency {work.request_latency_s * 1e3:.2f} ms"
+        if "request_latency_s" in fit
+        else ""
+    )
     sm = replace(
         sm,
         source=(
             f"fitted to a sweep of {len(loads)} loads ({kind} {', '.join(map(str, loads))}) of "
-            f"{model.name}: {', '.join(fit)}; rms log error {error:.3f}"
+            f"{model.name}: {', '.join(fit)}; rms log error {error:.3f}{latency}"
         ),
     )
-    return replace(chip, name=f"{gpu.name} (fitted to a sweep)", step_model=sm)
+    return SweepFit(
+        gpu=replace(chip, name=f"{gpu.name} (fitted to a sweep)", step_model=sm),
+        workload=work,
+        rms_log_error=error,
+        model=model,
+        engine=engine,
+        simulate_kwargs=dict(simulate_kwargs)
+        if requests_per_user is None
+        else {**simulate_kwargs, "requests_per_user": requests_per_user},
+    )
+
+
+def fit_to_sweep(
+    sweep: pd.DataFrame,
+    workload: Workload,
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig,
+    fit: Sequence[str] = SWEEP_FIT,
+    **kwargs,
+) -> GPU:
+    """``fit_sweep(...).gpu`` with ``fit=SWEEP_FIT`` by default (the step model only, the
+    workload's ``request_latency_s`` as given; the other arguments as ``fit_sweep`` takes
+    them): the GPU carrying the fitted step model, for ``simulate`` or ``simulate_sweep`` at
+    other loads with the same ``workload``.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    return fit_sweep(sweep, workload, model, gpu, engine, fit, **kwargs).gpu
+
+
+@dataclass(frozen=True)
+class SweepFit:
+    """What ``fit_sweep`` found: ``gpu`` (effective peaks and the fitted ``step_model``),
+    ``workload`` (the sweep's, with the fitted ``request_latency_s``, s), ``rms_log_error``
+    (of the fitted p50s, natural log), and what ``predict`` simulates with.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    gpu: GPU
+    workload: Workload
+    rms_log_error: float
+    model: Model
+    engine: EngineConfig
+    simulate_kwargs: dict = field(default_factory=dict)
+
+    def predict(self, concurrencies=None, rates=None, percentiles=(50,)) -> pd.DataFrame:
+        """``simulate_sweep``'s table at other loads (same columns as ``sweep_server``'s)."""
+        table, _ = simulate_sweep(
+            self.workload,
+            concurrencies=concurrencies,
+            rates=rates,
+            percentiles=percentiles,
+            model=self.model,
+            gpu=self.gpu,
+            engine=self.engine,
+            **self.simulate_kwargs,
+        )
+        return table
+
+
+def _p50s(result, metrics: Sequence[str]) -> list[float]:
+    """The p50 ``metrics`` of one simulated load as ``summarize`` computes them (TTFT, TPOT
+    over requests of more than one token, ITL pooled over every gap, seconds), without
+    building a log: a fit runs hundreds of loads."""
+    requests = result.requests
+    start = requests["start_ts"].to_numpy(dtype=float)
+    first = requests["first_token_ts"].to_numpy(dtype=float)
+    end = requests["end_ts"].to_numpy(dtype=float)
+    tokens = requests["output_tokens"].to_numpy()
+    many = tokens > 1
+    values = {
+        "ttft_s_p50": first - start,
+        "tpot_s_p50": (end[many] - first[many]) / (tokens[many] - 1),
+        "e2e_s_p50": end - start,
+    }
+    out = []
+    for metric in metrics:
+        if metric == "itl_s_p50":
+            gaps = [np.diff(t) for t in requests["token_ts"] if len(t) > 1]
+            data = np.concatenate(gaps) if gaps else np.empty(0)
+        elif metric in values:
+            data = values[metric]
+        else:
+            raise ValueError(f"metrics: {metric!r} is not one of itl_s_p50, {', '.join(values)}")
+        out.append(float(np.percentile(data, 50)) if data.size else math.nan)
+    return out
+
+
+def _rescale_peaks(x0, fit, predict, measured, metrics, loads) -> np.ndarray:
+    """Move the starting peaks so the lightest load's prefill (TTFT) and decode (the gap or
+    TPOT) come out as measured: a nominal machine's peaks can be 10x off a server's effective
+    ones, far enough for the fit to stall on a wrong regime of queueing. Two rounds of
+    scaling each peak by predicted ÷ measured; the other constants are left alone."""
+    row = int(np.argmin(loads))
+    pairs = (("peak_flops", "ttft_s_p50"), ("memory_bandwidth", "itl_s_p50"))
+    decode = "itl_s_p50" if "itl_s_p50" in metrics else "tpot_s_p50"
+    pairs = (pairs[0], ("memory_bandwidth", decode))
+    moves = [(fit.index(p), metrics.index(m)) for p, m in pairs if p in fit and m in metrics]
+    x = np.array(x0, dtype=float)
+    for _ in range(2 if moves else 0):
+        ratio = predict(x)[row] / measured[row]
+        for i, j in moves:
+            x[i] += math.log(ratio[j])
+    return x
+
+
+def measured_send_gap_s(logs: dict) -> float:
+    """The client's gap between consecutive sends (s), from a closed-loop sweep's logs
+    (``sweep_server``'s second value: load → request log with ``start_ts``): at each load of
+    C ≥ 2 users the first C requests go out together, so (last − first start) ÷ (C − 1) is
+    the time the client takes per send; the median over the loads. 0 when no load has two
+    users. Set it as ``Workload.send_gap_s`` for ``simulate``.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    gaps = []
+    for users, frame in logs.items():
+        users = int(users)
+        start = np.sort(pd.to_numeric(frame["start_ts"], errors="coerce").dropna().to_numpy())
+        if users >= 2 and len(start) >= users:
+            gaps.append((start[users - 1] - start[0]) / (users - 1))
+    return float(np.median(gaps)) if gaps else 0.0
