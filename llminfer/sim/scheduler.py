@@ -80,12 +80,14 @@ class Scheduler:
         self.decode_start = [0] * n
         self.decode_end: list[float] = []
         # Arrivals: a heap of (time, index). Closed loop releases requests as others end.
-        # Each entry's time is when the engine can schedule the request: its send time
-        # (``arrival``, the log's start_ts) plus the workload's request_latency_s. A closed
-        # loop's sends are spaced at least send_gap_s apart (one load generator).
+        # Each entry's time is when the engine can schedule the request: the server handles
+        # requests one at a time, request_latency_s each, from its send (``arrival``, the
+        # log's start_ts) or the end of the one before. A closed loop's sends are spaced at
+        # least send_gap_s apart (one load generator).
         self.latency = workload.request_latency_s
         self.send_gap = workload.send_gap_s if workload.closed_loop else 0.0
         self.last_send = -math.inf
+        self.last_handled = -math.inf  # when the server finished handling the last request
         self.arrivals = []
         if workload.closed_loop:
             k = min(workload.concurrency, n)
@@ -192,11 +194,16 @@ class Scheduler:
 
     def _send(self, i: int, ready_s: float) -> None:
         """Request i is ready to go at ``ready_s``: it is sent then or ``send_gap`` after the
-        previous send, whichever is later, and reaches the engine ``latency`` later."""
+        previous send, whichever is later; the server handles it (``latency`` seconds) from
+        then or once it has handled the previous one, and then it reaches the engine."""
         sent = max(ready_s, self.last_send + self.send_gap) if self.send_gap else ready_s
         self.last_send = sent
         self.arrival[i] = sent
-        heapq.heappush(self.arrivals, (sent + self.latency if self.latency else sent, i))
+        if self.latency:
+            self.last_handled = max(sent, self.last_handled) + self.latency
+            heapq.heappush(self.arrivals, (self.last_handled, i))
+        else:
+            heapq.heappush(self.arrivals, (sent, i))
 
     # --- the loop ---------------------------------------------------------------------------
 

@@ -178,9 +178,11 @@ class Workload:
       default) sends them all at once. A real client has such a gap (``llminfer bench``:
       0.3-0.4 ms per request on 2 shared cores); ``llminfer.bench.fit.measured_send_gap_s``
       reads it from a sweep's logs. ``bench`` itself ignores both fields: they describe it.
-    - ``request_latency_s``: seconds from a request's send (``start_ts``) until the engine
-      can schedule it (HTTP, parsing, tokenization, the hop to the engine); it adds to TTFT
-      and delays the engine, without costing a step. 0 by default.
+    - ``request_latency_s``: seconds the server spends on each request before its engine can
+      schedule it (HTTP, parsing, tokenization, the hop to the engine), one request at a time:
+      a request is handled from its send (``start_ts``) or from the end of the one before,
+      whichever is later, so requests sent together reach the engine this far apart. It
+      adds to TTFT without costing a step; 0 (the default) hands every request over at once.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
