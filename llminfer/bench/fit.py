@@ -31,8 +31,14 @@ import numpy as np
 import pandas as pd
 
 from llminfer.bench.results import load_workloads, simulate_sweep
-from llminfer.cost.calibration import _from_free, _to_free, levenberg_marquardt
+from llminfer.cost.calibration import (
+    _from_free,
+    _to_free,
+    levenberg_marquardt,
+    read_measurements,
+)
 from llminfer.cost.roofline import compute_dtype
+from llminfer.cost.steptime import step_timer
 from llminfer.sim.simulate import EngineConfig, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
@@ -59,6 +65,14 @@ SWEEP_LATENCY_FIT = (*SWEEP_FIT, "request_latency_s")
 #: without the prefill stalls TPOT averages in).
 SWEEP_METRICS = ("ttft_s_p50", "tpot_s_p50", "itl_s_p50")
 _GPU_FIT = ("peak_flops", "memory_bandwidth")
+#: ``read_measurements``' columns that are a step's ``StepTimer`` arguments, in order.
+STEP_ARGS = (
+    "prefill_tokens",
+    "prefill_attended",
+    "decode_seqs",
+    "decode_context_tokens",
+    "prefill_cached_tokens",
+)
 #: Constants of the ``Workload`` rather than of the step model that a fit may name.
 _WORKLOAD_FIT = ("request_latency_s",)
 _UNIT_EFFICIENCY = {
@@ -272,6 +286,89 @@ class SweepFit:
             **self.simulate_kwargs,
         )
         return table
+
+
+#: What ``fit_steps`` fits unless told otherwise: the effective peaks, the fixed cost per
+#: layer per step, the GEMM padding and the KV read rate (as ``SWEEP_FIT``).
+STEP_FIT = SWEEP_FIT
+
+
+def fit_steps(
+    steps: pd.DataFrame | str,
+    model: Model,
+    gpu: GPU,
+    fit: Sequence[str] = STEP_FIT,
+    start: str | StepModel = "pytorch",
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    iterations: int = 100,
+) -> GPU:
+    """Fit the step model to timed steps, with the peaks themselves fitted (no bound at a
+    nominal peak): ``calibrate``'s table route for a server whose "peak" is only a guess.
+
+    ``steps``: a measurement table in ``read_measurements``' schema (a DataFrame or CSV path;
+    ``llminfer.bench.llamacpp.batched_bench_steps`` turns a ``llama-batched-bench`` run into
+    one). ``gpu``: the starting point (``measure_machine()``); ``fit``: ``STEP_FIT`` (the
+    effective ``"peak_flops"`` and ``"memory_bandwidth"`` with every efficiency set to 1,
+    ``layer_overhead_s``, ``matmul_pad_tokens``, ``kv_bandwidth_efficiency``) or any
+    ``StepModel`` constants; ``start``: the profile the other constants come from. Minimises
+    the squared log ratio predicted ÷ measured step time (every step weighs the same).
+
+    Returns ``gpu`` with the fitted peaks and ``step_model``, for ``simulate``, or as the
+    start of ``fit_sweep(..., fit=("request_latency_s",), start=fitted.step_model)`` to add
+    what a server costs outside its steps. Raises ValueError for fewer steps than constants.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    table = read_measurements(steps)
+    fit = tuple(fit)
+    names = {f.name for f in fields(StepModel)} - {"source", "execution", "max_kv_splits"}
+    for name in fit:
+        if name not in names and name not in _GPU_FIT:
+            raise ValueError(f"fit={fit!r}: {name!r} is neither a StepModel constant nor a peak")
+    if len(table) < len(fit):
+        raise ValueError(f"steps has {len(table)} timed steps, fewer than the {len(fit)} to fit")
+    dtype = compute_dtype(weight_dtype, gpu)
+    base = get_profile(start)
+    if any(name in _GPU_FIT for name in fit):
+        gpu, base = _effective_start(gpu, base, dtype)
+    args = table[list(STEP_ARGS)].to_numpy(dtype=np.int64)
+    measured = table["measured_s"].to_numpy(dtype=float)
+
+    def build(x: np.ndarray) -> tuple[GPU, StepModel]:
+        values = dict(zip(fit, x, strict=True))
+        chip = gpu
+        if "peak_flops" in values:
+            chip = replace(chip, **{f"{dtype}_flops": math.exp(values.pop("peak_flops"))})
+        if "memory_bandwidth" in values:
+            chip = replace(chip, memory_bandwidth=math.exp(values.pop("memory_bandwidth")))
+        return chip, replace(base, **{n: _from_free(n, v) for n, v in values.items()})
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        chip, sm = build(x)
+        timer = step_timer(model, chip, weight_dtype=weight_dtype, kv_dtype=kv_dtype, profile=sm)
+        predicted = np.array([timer(*(int(v) for v in row)) for row in args], dtype=float)
+        return np.log(predicted / measured)
+
+    x0 = [
+        math.log(gpu.peak_flops(dtype))
+        if name == "peak_flops"
+        else math.log(gpu.memory_bandwidth)
+        if name == "memory_bandwidth"
+        else _to_free(name, min(getattr(base, name) or 1e-5, 0.5))
+        if name in _UNIT_EFFICIENCY
+        else _to_free(name, getattr(base, name) or 1e-5)
+        for name in fit
+    ]
+    x = levenberg_marquardt(residuals, np.array(x0), iterations)
+    chip, sm = build(x)
+    error = float(np.sqrt(np.mean(residuals(x) ** 2)))
+    sm = replace(
+        sm,
+        source=f"fitted to {len(table)} timed steps of {model.name}: {', '.join(fit)}; "
+        f"rms log error {error:.3f}",
+    )
+    return replace(chip, name=f"{gpu.name} (fitted to steps)", step_model=sm)
 
 
 def _p50s(result, metrics: Sequence[str]) -> list[float]:
