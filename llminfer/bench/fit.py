@@ -165,16 +165,10 @@ def fit_sweep(
 
     def build(x: np.ndarray) -> tuple[GPU, StepModel, Workload]:
         values = dict(zip(fit, x, strict=True))
-        chip = gpu
-        if "peak_flops" in values:
-            chip = replace(chip, **{f"{dtype}_flops": math.exp(values.pop("peak_flops"))})
-        if "memory_bandwidth" in values:
-            chip = replace(chip, memory_bandwidth=math.exp(values.pop("memory_bandwidth")))
         work = workload
         if "request_latency_s" in values:
             work = replace(work, request_latency_s=math.exp(values.pop("request_latency_s")))
-        sm = replace(base, **{n: _from_free(n, v) for n, v in values.items()})
-        return chip, sm, work
+        return (*_build(values, gpu, base, dtype), work)
 
     requests_per_user = simulate_kwargs.pop("requests_per_user", None)
     load_kwargs = {f"{kind}s" if kind == "rate" else "concurrencies": loads}
@@ -196,18 +190,11 @@ def fit_sweep(
 
     x0 = []
     for name in fit:
-        if name == "peak_flops":
-            x0.append(math.log(gpu.peak_flops(dtype)))
-        elif name == "memory_bandwidth":
-            x0.append(math.log(gpu.memory_bandwidth))
-        elif name == "request_latency_s":  # a small share of the lightest load's TTFT
+        if name == "request_latency_s":  # a small share of the lightest load's TTFT
             ttft = float(sweep["ttft_s_p50"].min()) if "ttft_s_p50" in sweep else 1e-3
             x0.append(math.log(workload.request_latency_s or 0.1 * ttft))
         else:
-            value = getattr(base, name) or 1e-5
-            if name in _UNIT_EFFICIENCY:  # a fraction fitted from the middle, not from its bound
-                value = min(value, 0.5)
-            x0.append(_to_free(name, value))
+            x0.append(_start(name, gpu, base, dtype))
     x0 = _rescale_peaks(np.array(x0), fit, predict, measured, list(metrics), loads)
     # a step of 1e-3 in log space: p50s of a discrete-event run move in small jumps
     # and a fit within 0.1 % rms (tol: mean squared log error) is as good as timings get
@@ -335,33 +322,15 @@ def fit_steps(
     args = table[list(STEP_ARGS)].to_numpy(dtype=np.int64)
     measured = table["measured_s"].to_numpy(dtype=float)
 
-    def build(x: np.ndarray) -> tuple[GPU, StepModel]:
-        values = dict(zip(fit, x, strict=True))
-        chip = gpu
-        if "peak_flops" in values:
-            chip = replace(chip, **{f"{dtype}_flops": math.exp(values.pop("peak_flops"))})
-        if "memory_bandwidth" in values:
-            chip = replace(chip, memory_bandwidth=math.exp(values.pop("memory_bandwidth")))
-        return chip, replace(base, **{n: _from_free(n, v) for n, v in values.items()})
-
     def residuals(x: np.ndarray) -> np.ndarray:
-        chip, sm = build(x)
+        chip, sm = _build(dict(zip(fit, x, strict=True)), gpu, base, dtype)
         timer = step_timer(model, chip, weight_dtype=weight_dtype, kv_dtype=kv_dtype, profile=sm)
         predicted = np.array([timer(*(int(v) for v in row)) for row in args], dtype=float)
         return np.log(predicted / measured)
 
-    x0 = [
-        math.log(gpu.peak_flops(dtype))
-        if name == "peak_flops"
-        else math.log(gpu.memory_bandwidth)
-        if name == "memory_bandwidth"
-        else _to_free(name, min(getattr(base, name) or 1e-5, 0.5))
-        if name in _UNIT_EFFICIENCY
-        else _to_free(name, getattr(base, name) or 1e-5)
-        for name in fit
-    ]
-    x = levenberg_marquardt(residuals, np.array(x0), iterations)
-    chip, sm = build(x)
+    x0 = np.array([_start(name, gpu, base, dtype) for name in fit])
+    x = levenberg_marquardt(residuals, x0, iterations)
+    chip, sm = _build(dict(zip(fit, x, strict=True)), gpu, base, dtype)
     error = float(np.sqrt(np.mean(residuals(x) ** 2)))
     sm = replace(
         sm,
@@ -369,6 +338,29 @@ def fit_steps(
         f"rms log error {error:.3f}",
     )
     return replace(chip, name=f"{gpu.name} (fitted to steps)", step_model=sm)
+
+
+def _build(values: dict, gpu: GPU, base: StepModel, dtype: str) -> tuple[GPU, StepModel]:
+    """The GPU and step model for free coordinates ``values`` (name → log peak, or a
+    ``StepModel`` constant through ``_to_free``); consumes the peaks from ``values``."""
+    values = dict(values)
+    chip = gpu
+    if "peak_flops" in values:
+        chip = replace(chip, **{f"{dtype}_flops": math.exp(values.pop("peak_flops"))})
+    if "memory_bandwidth" in values:
+        chip = replace(chip, memory_bandwidth=math.exp(values.pop("memory_bandwidth")))
+    return chip, replace(base, **{n: _from_free(n, v) for n, v in values.items()})
+
+
+def _start(name: str, gpu: GPU, base: StepModel, dtype: str) -> float:
+    """The free coordinate a fit of ``name`` starts from: the log of a peak, else the
+    constant of ``base`` (a fraction from at most 0.5, so a start at the bound can move)."""
+    if name == "peak_flops":
+        return math.log(gpu.peak_flops(dtype))
+    if name == "memory_bandwidth":
+        return math.log(gpu.memory_bandwidth)
+    value = getattr(base, name) or 1e-5
+    return _to_free(name, min(value, 0.5) if name in _UNIT_EFFICIENCY else value)
 
 
 def _p50s(result, metrics: Sequence[str]) -> list[float]:
