@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from llminfer.bench import simulate_sweep
-from llminfer.bench.fit import STEP_ARGS, fit_steps, fit_sweep, fit_to_sweep, measured_send_gap_s
+from llminfer.bench.fit import (
+    STEP_ARGS,
+    fit_steps,
+    fit_sweep,
+    fit_to_sweep,
+    measured_send_gap_s,
+    read_sweep,
+)
 from llminfer.bench.llamacpp import batched_bench_steps, read_batched_bench
 from llminfer.cost.calibration import read_measurements
 from llminfer.cost.steptime import step_timer
@@ -218,3 +225,14 @@ def test_requests_sent_together_are_handled_one_at_a_time():
     assert result.steps["time"].iloc[0] == pytest.approx(0.01)
     assert result.requests["scheduled_ts"].min() == pytest.approx(0.01)
     assert result.requests["scheduled_ts"].max() >= 0.03 - 1e-12
+
+
+def test_read_sweep_reads_table_and_settings(tmp_path):
+    path = tmp_path / "sweep.csv"
+    path.write_text(
+        "# a server: measured somewhere\n# machine = a CPU, 2 cores\n# prompt_tokens = 128\n"
+        "# send_gap_s = 0.0004\nconcurrency,ttft_s_p50,tpot_s_p50\n1,0.03,0.002\n4,0.1,0.004\n"
+    )
+    table, meta = read_sweep(path)
+    assert table["concurrency"].tolist() == [1, 4]
+    assert meta == {"machine": "a CPU, 2 cores", "prompt_tokens": 128, "send_gap_s": 0.0004}

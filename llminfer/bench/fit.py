@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -425,6 +426,33 @@ def _rescale_peaks(x0, fit, predict, measured, metrics, loads) -> np.ndarray:
         for i, j in moves:
             x[i] += math.log(ratio[j])
     return x
+
+
+def read_sweep(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """A saved sweep (``data/sweeps/*.csv``, as ``benchmarks/bench_fit_sweep.py --save`` writes
+    it): the table (a ``concurrency`` column and p50s in seconds) and the settings its
+    ``# name = value`` comment lines state (``prompt_tokens``, ``output_tokens``,
+    ``requests_per_user``, ``send_gap_s``, ...: numbers as int or float, the rest as text).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    meta = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            name, sep, value = line[1:].partition("=")
+            if not sep or not name.strip().isidentifier():
+                continue
+            value = value.strip()
+            try:
+                meta[name.strip()] = int(value)
+            except ValueError:
+                try:
+                    meta[name.strip()] = float(value)
+                except ValueError:
+                    meta[name.strip()] = value
+    return pd.read_csv(path, comment="#"), meta
 
 
 def measured_send_gap_s(logs: dict) -> float:
