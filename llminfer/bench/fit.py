@@ -1,9 +1,17 @@
 """Fit the step model to a measured load sweep, then predict the loads that were not measured.
 
-``sweep_server`` measures a server's p50 TTFT and TPOT at a few loads; ``fit_to_sweep`` finds
-the step-model constants with which ``simulate_sweep`` reproduces them (least squares on
-log(predicted ÷ measured), every load and both metrics weighing the same), and returns the
-``GPU`` that carries them, for ``simulate`` or ``simulate_sweep`` at any other load.
+``sweep_server`` measures a server's p50 TTFT, TPOT and ITL at a few loads; ``fit_sweep`` finds
+the step-model constants, and the server's time per request outside its engine
+(``Workload.request_latency_s``, requests handled one at a time), with which ``simulate``
+reproduces them (least squares on log(predicted ÷ measured), every load and metric weighing the
+same), and returns a ``SweepFit`` whose ``predict`` simulates any other load; ``fit_to_sweep``
+returns only the ``GPU`` carrying the fitted step model. The client's own gap between sends
+(``Workload.send_gap_s``) is measured, not fitted: ``measured_send_gap_s(logs)``. Without it
+and the latency, simulated users send together and their prompts share one step, where real
+ones arrive 0.2-0.5 ms apart and a prompt that misses a step waits for it (see
+``benchmarks/bench_fit_sweep.py`` for the measurements). ``fit_steps`` fits the same constants
+to timed steps instead (e.g. ``llama-batched-bench``'s table, ``llminfer.bench.llamacpp``);
+``read_sweep`` reads a saved sweep (``data/sweeps/``).
 
 Why the peaks are fitted, not efficiencies: a ``StepModel`` holds fractions ≤ 1 of the GPU's
 peak FLOP/s and bandwidth. For a GPU with a data sheet that bound is physics; for a CPU server
