@@ -2,12 +2,25 @@
 predicts the loads it was not fitted on."""
 
 from dataclasses import replace
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from llminfer.bench import simulate_sweep
-from llminfer.bench.fit import fit_to_sweep
+from llminfer.bench.fit import (
+    STEP_ARGS,
+    fit_steps,
+    fit_sweep,
+    fit_to_sweep,
+    measured_send_gap_s,
+    read_sweep,
+)
+from llminfer.bench.llamacpp import batched_bench_steps, read_batched_bench
+from llminfer.cost.calibration import read_measurements
+from llminfer.cost.steptime import step_timer
 from llminfer.serve import ServeConfig, build_model
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.stepmodel import PROFILES
@@ -33,8 +46,11 @@ TRUE_GPU = GPU(name="cpu", memory_bytes=8e9, memory_bandwidth=1.5e10, fp32_flops
 TRUE_SM = replace(UNIT, layer_overhead_s=150e-6, matmul_pad_tokens=4.0, kv_bandwidth_efficiency=0.2)
 
 
-def _sweep(loads, gpu=TRUE_GPU, sm=TRUE_SM):
-    table, _ = simulate_sweep(WORK, concurrencies=loads, model=TOY, gpu=gpu, profile=sm, **KWARGS)
+SIM = {k: v for k, v in KWARGS.items() if k != "requests_per_user"}
+
+
+def _sweep(loads, gpu=TRUE_GPU, sm=TRUE_SM, work=WORK):
+    table, _ = simulate_sweep(work, concurrencies=loads, model=TOY, gpu=gpu, profile=sm, **KWARGS)
     return table
 
 
@@ -81,3 +97,142 @@ def test_fit_refuses_bad_sweeps():
         fit_to_sweep(measured, WORK, TOY, TRUE_GPU, fit=("speed",), **KWARGS)
     with pytest.raises(ValueError, match="lacks"):
         fit_to_sweep(measured.drop(columns="tpot_s_p50"), WORK, TOY, TRUE_GPU, **KWARGS)
+
+
+# --- the client's send gap and the request latency (Workload), fit_sweep, batched-bench -----
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_closed_loop_sends_are_spaced_by_the_send_gap():
+    work = replace(WORK, concurrency=4, n_requests=4, send_gap_s=1e-3)
+    start = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **SIM).requests["start_ts"]
+    assert start.tolist() == pytest.approx([0.0, 1e-3, 2e-3, 3e-3])
+    # the default sends them together, as before
+    start = simulate(replace(work, send_gap_s=0.0), TOY, TRUE_GPU, profile=TRUE_SM, **SIM)
+    assert start.requests["start_ts"].tolist() == [0.0] * 4
+
+
+def test_request_latency_adds_to_ttft_without_costing_a_step():
+    one = replace(WORK, n_requests=3)
+    base = simulate(one, TOY, TRUE_GPU, profile=TRUE_SM, **SIM)
+    late = simulate(replace(one, request_latency_s=0.01), TOY, TRUE_GPU, profile=TRUE_SM, **SIM)
+    ttft = lambda r: (r.requests["first_token_ts"] - r.requests["start_ts"]).to_numpy()  # noqa: E731
+    assert ttft(late) == pytest.approx(ttft(base) + 0.01)
+    assert late.steps["duration_s"].tolist() == pytest.approx(base.steps["duration_s"].tolist())
+    # start_ts stays the send: the next user's request is sent when the last answer ended
+    assert late.requests["start_ts"].iloc[1] == pytest.approx(late.requests["end_ts"].iloc[0])
+
+
+@pytest.mark.parametrize("field", ["send_gap_s", "request_latency_s"])
+@pytest.mark.parametrize("value", [-1e-3, float("nan"), float("inf"), True, "1"])
+def test_workload_refuses_bad_gap_and_latency(field, value):
+    with pytest.raises(ValueError, match=field):
+        Workload(4, concurrency=2, **{field: value})
+
+
+def test_measured_send_gap_reads_the_first_wave_of_each_load():
+    logs = {
+        1: pd.DataFrame({"start_ts": [5.0, 6.0]}),
+        4: pd.DataFrame({"start_ts": [10.0, 10.0003, 10.0006, 10.0009, 11.0]}),
+        2: pd.DataFrame({"start_ts": [20.0005, 20.0, 21.0]}),
+    }
+    assert measured_send_gap_s(logs) == pytest.approx(4e-4)  # median of 0.3 and 0.5 ms
+    assert measured_send_gap_s({1: logs[1]}) == 0.0
+
+
+def test_fit_sweep_recovers_latency_and_predicts_held_out_loads():
+    # a sweep simulate produced with a client gap and a request latency: fitted on 1, 4, 16,
+    # the held-out loads 2 and 8 come out within 5 %
+    truth = replace(WORK, send_gap_s=3e-4, request_latency_s=2e-3)
+    measured = _sweep([1, 2, 4, 8, 16], work=truth)
+    fitted = fit_sweep(
+        measured[measured["concurrency"].isin([1, 4, 16])],
+        replace(truth, request_latency_s=0.0),
+        TOY,
+        NOMINAL,
+        **KWARGS,
+    )
+    assert fitted.workload.request_latency_s == pytest.approx(2e-3, rel=0.25)
+    assert fitted.workload.send_gap_s == 3e-4  # given, not fitted
+    assert fitted.rms_log_error < 0.05
+    predicted = fitted.predict(concurrencies=[2, 8]).set_index("concurrency")
+    held_out = measured.set_index("concurrency").loc[[2, 8]]
+    for metric in ("ttft_s_p50", "tpot_s_p50"):
+        ratio = predicted[metric] / held_out[metric]
+        assert ratio.between(0.95, 1.05).all(), (metric, ratio.tolist())
+    assert "request latency" in fitted.gpu.step_model.source
+
+
+def test_read_batched_bench_markdown_and_jsonl():
+    md = read_batched_bench(FIXTURES / "llama_batched_bench_tiny.md")
+    jsonl = read_batched_bench(FIXTURES / "llama_batched_bench_tiny.jsonl")
+    for table in (md, jsonl):
+        assert table["b"].tolist() == [1, 2, 4, 8, 16]
+        assert (table["pp"] == 128).all() and (table["tg"] == 32).all()
+        assert table["n_kv"].tolist() == [160, 320, 640, 1280, 2560]
+        assert (table["n_batch"] == 2048).all() and (table["n_ubatch"] == 512).all()
+        assert (table["is_pp_shared"] == 0).all()
+        # the times agree with the speeds: tokens / (tokens/s)
+        assert table["t_pp_s"].to_numpy() == pytest.approx(
+            (table["b"] * table["pp"] / table["s_pp_tps"]).to_numpy(), rel=1e-3
+        )
+        assert table["t_tg_s"].to_numpy() == pytest.approx(
+            (table["b"] * table["tg"] / table["s_tg_tps"]).to_numpy(), rel=1e-3
+        )
+    # markdown prints 0.001 s for the 1-sequence prompt: recomputed from the speed
+    assert md["t_pp_s"].iloc[0] == pytest.approx(128 / 100787.40)
+    assert jsonl["t_pp_s"].iloc[0] == pytest.approx(0.001676)
+    with pytest.raises(ValueError, match="no llama-batched-bench"):
+        read_batched_bench("no table here\n")
+
+
+def test_batched_bench_steps_are_measurements():
+    table = read_batched_bench(FIXTURES / "llama_batched_bench_tiny.jsonl")
+    steps = batched_bench_steps(table)
+    # 16 prompts of 128 tokens fit n_batch = 2048 exactly: every row gives both steps
+    assert steps["kind"].value_counts().to_dict() == {"prefill_graph": 5, "decode_graph": 5}
+    decode = steps[steps["kind"] == "decode_graph"]
+    assert decode["context"].unique().tolist() == [128 + 16]
+    assert decode["ms_median"].iloc[0] == pytest.approx(1e3 * 0.005070 / 32)
+    assert len(read_measurements(steps)) == 10
+    assert len(batched_bench_steps(table, n_batch=512)) == 5 + 3  # B x 128 <= 512: B = 1, 2, 4
+
+
+def test_fit_steps_recovers_step_times_without_a_peak_bound():
+    # steps timed by a known model whose effective FLOP/s is 3x the nominal "peak": the fit
+    # is not held below it
+    fast = replace(TRUE_GPU, fp32_flops=3 * NOMINAL.fp32_flops)
+    timer = step_timer(TOY, fast, weight_dtype="fp32", kv_dtype="fp32", profile=TRUE_SM)
+    rows = [
+        {"kind": "prefill_graph", "batch": b, "tokens": 128, "ms_median": 0.0} for b in (1, 2, 4)
+    ] + [{"kind": "decode_graph", "batch": b, "context": 144, "ms_median": 0.0} for b in (1, 4, 8)]
+    steps = pd.DataFrame(rows)
+    args = read_measurements(steps.assign(ms_median=1.0))[list(STEP_ARGS)].to_numpy()
+    steps["ms_median"] = [1e3 * timer(*map(int, a)) for a in args]
+    fitted = fit_steps(steps, TOY, NOMINAL, weight_dtype="fp32", kv_dtype="fp32")
+    assert fitted.fp32_flops > NOMINAL.fp32_flops
+    again = step_timer(TOY, fitted, weight_dtype="fp32", kv_dtype="fp32")
+    for a, ms in zip(args, steps["ms_median"], strict=True):
+        assert 1e3 * again(*map(int, a)) == pytest.approx(ms, rel=0.03)
+
+
+def test_requests_sent_together_are_handled_one_at_a_time():
+    work = replace(WORK, concurrency=3, n_requests=3, request_latency_s=0.01)
+    result = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **SIM)
+    assert result.requests["start_ts"].tolist() == [0.0] * 3
+    # the engine saw them at 10, 20 and 30 ms: no step starts before the first is handled
+    assert result.steps["time"].iloc[0] == pytest.approx(0.01)
+    assert result.requests["scheduled_ts"].min() == pytest.approx(0.01)
+    assert result.requests["scheduled_ts"].max() >= 0.03 - 1e-12
+
+
+def test_read_sweep_reads_table_and_settings(tmp_path):
+    path = tmp_path / "sweep.csv"
+    path.write_text(
+        "# a server: measured somewhere\n# machine = a CPU, 2 cores\n# prompt_tokens = 128\n"
+        "# send_gap_s = 0.0004\nconcurrency,ttft_s_p50,tpot_s_p50\n1,0.03,0.002\n4,0.1,0.004\n"
+    )
+    table, meta = read_sweep(path)
+    assert table["concurrency"].tolist() == [1, 4]
+    assert meta == {"machine": "a CPU, 2 cores", "prompt_tokens": 128, "send_gap_s": 0.0004}

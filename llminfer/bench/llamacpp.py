@@ -31,6 +31,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from llminfer.bench.client import WORDS
 
@@ -283,3 +284,121 @@ __all__ = [
     "tiny_vocab",
     "write_tiny_gguf",
 ]
+
+
+#: ``llama-batched-bench``'s table columns (markdown header → name here, units in the name).
+BATCHED_BENCH_COLUMNS = {
+    "PP": "pp",
+    "TG": "tg",
+    "B": "b",
+    "N_KV": "n_kv",
+    "T_PP s": "t_pp_s",
+    "S_PP t/s": "s_pp_tps",
+    "T_TG s": "t_tg_s",
+    "S_TG t/s": "s_tg_tps",
+    "T s": "t_s",
+    "S t/s": "s_tps",
+}
+#: The same columns as ``--output-format jsonl`` names them.
+_BATCHED_BENCH_JSON = {
+    "pp": "pp",
+    "tg": "tg",
+    "pl": "b",
+    "n_kv": "n_kv",
+    "t_pp": "t_pp_s",
+    "speed_pp": "s_pp_tps",
+    "t_tg": "t_tg_s",
+    "speed_tg": "s_tg_tps",
+    "t": "t_s",
+    "speed": "s_tps",
+}
+#: Run settings that batched-bench prints (markdown: its ``main: ...`` line; JSONL: per row).
+_BATCHED_BENCH_SETTINGS = ("n_kv_max", "n_batch", "n_ubatch", "is_pp_shared", "n_threads")
+
+
+def read_batched_bench(source: str | Path) -> pd.DataFrame:
+    """``llama-batched-bench``'s results as a table: a path or the text itself, in its default
+    markdown output or ``--output-format jsonl``. One row per (PP, TG, B): ``pp`` prompt tokens
+    per sequence, ``tg`` generated tokens per sequence, ``b`` parallel sequences, ``n_kv`` KV
+    cells used, ``t_pp_s``/``t_tg_s``/``t_s`` seconds of the prompt phase (all B prompts),
+    the generation phase (TG steps of B tokens) and both, ``s_pp_tps``/``s_tg_tps``/``s_tps``
+    tokens per second (from markdown, the times are recomputed from the speeds, which it
+    prints to more digits); plus ``n_batch``, ``n_ubatch``, ``n_kv_max``, ``is_pp_shared`` and
+    ``n_threads`` where the output states them. Raises ValueError when no result row is found.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    text = str(source)
+    if "\n" not in text and Path(text).is_file():
+        text = Path(text).read_text()
+    rows, settings = [], {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            record = json.loads(line)
+            row = {new: record[old] for old, new in _BATCHED_BENCH_JSON.items() if old in record}
+            row.update({k: record[k] for k in _BATCHED_BENCH_SETTINGS if k in record})
+            rows.append(row)
+        elif "n_kv_max" in line and "=" in line:  # "main: n_kv_max = 4096, n_batch = 2048, ..."
+            for part in line.split(":", 1)[-1].split(","):
+                key, _, value = part.partition("=")
+                if key.strip() in _BATCHED_BENCH_SETTINGS and value.strip().lstrip("-").isdigit():
+                    settings[key.strip()] = int(value)
+        elif line.startswith("|") and not set(line) <= set("|-: "):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0] == "PP":
+                header = [BATCHED_BENCH_COLUMNS.get(c, c) for c in cells]
+                continue
+            row = dict(zip(header, (float(c) for c in cells), strict=True))
+            # the markdown prints seconds to 3 decimals (a 1.2 ms prompt reads 0.001) and the
+            # speeds to 2: the times are recomputed from the speeds, tokens ÷ tokens/s
+            prompts = row["pp"] * (1 if settings.get("is_pp_shared") else row["b"])
+            for t, speed, tokens in (
+                ("t_pp_s", "s_pp_tps", prompts),
+                ("t_tg_s", "s_tg_tps", row["b"] * row["tg"]),
+            ):
+                if row.get(speed, 0) > 0:
+                    row[t] = tokens / row[speed]
+            rows.append(row)
+    if not rows:
+        raise ValueError("no llama-batched-bench result rows (a '| PP | TG | B |' table or JSONL)")
+    table = pd.DataFrame(rows)
+    for key, value in settings.items():
+        table[key] = value
+    for column in ("pp", "tg", "b", "n_kv", *_BATCHED_BENCH_SETTINGS):
+        if column in table:
+            table[column] = table[column].astype(int)
+    return table
+
+
+def batched_bench_steps(table: pd.DataFrame, n_batch: int | None = None) -> pd.DataFrame:
+    """``read_batched_bench``'s table as timed engine steps, in the measurement schema of
+    ``llminfer.cost.calibration.read_measurements``: per row one decode step (``kind``
+    ``decode_graph``, ``batch`` = B sequences, ``context`` = PP + (TG + 1) / 2 tokens, the mean
+    over the TG steps, ``ms_median`` = T_TG ÷ TG) and, where all B prompts fit one batch (B ×
+    PP ≤ ``n_batch``, default the table's own or llama.cpp's 2,048) and are not shared, one
+    prefill step (``kind`` ``prefill_graph``, ``batch`` B, ``tokens`` PP, ``ms_median`` =
+    T_PP). Milliseconds, tokens, sequences.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    if n_batch is None:
+        n_batch = int(table["n_batch"].iloc[0]) if "n_batch" in table else 2048
+    rows = []
+    for _, r in table.iterrows():
+        b, pp, tg = int(r["b"]), int(r["pp"]), int(r["tg"])
+        shared = bool(r.get("is_pp_shared", 0))
+        if pp > 0 and not shared and b * pp <= n_batch and r["t_pp_s"] > 0:
+            rows.append(
+                {"kind": "prefill_graph", "batch": b, "tokens": pp, "ms_median": 1e3 * r["t_pp_s"]}
+            )
+        if tg > 0 and r["t_tg_s"] > 0:
+            rows.append(
+                {
+                    "kind": "decode_graph",
+                    "batch": b,
+                    "context": pp + round((tg + 1) / 2),
+                    "ms_median": 1e3 * r["t_tg_s"] / tg,
+                }
+            )
+    return pd.DataFrame(rows, columns=["kind", "batch", "tokens", "context", "ms_median"])

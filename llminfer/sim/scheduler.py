@@ -61,7 +61,7 @@ class Scheduler:
         prefix = table["prefix_tokens"].tolist()
         # Tokens of the shared prefix this request could reuse: whole blocks only.
         self.prefix_blocks = [p // self.bs for p in prefix]
-        self.arrival = [0.0] * n
+        self.arrival = [0.0] * n  # send time (start_ts), s
         self.scheduled = [math.nan] * n
         self.first = [math.nan] * n
         self.end = [math.nan] * n
@@ -80,15 +80,24 @@ class Scheduler:
         self.decode_start = [0] * n
         self.decode_end: list[float] = []
         # Arrivals: a heap of (time, index). Closed loop releases requests as others end.
+        # Each entry's time is when the engine can schedule the request: the server handles
+        # requests one at a time, request_latency_s each, from its send (``arrival``, the
+        # log's start_ts) or the end of the one before. A closed loop's sends are spaced at
+        # least send_gap_s apart (one load generator).
+        self.latency = workload.request_latency_s
+        self.send_gap = workload.send_gap_s if workload.closed_loop else 0.0
+        self.last_send = -math.inf
+        self.last_handled = -math.inf  # when the server finished handling the last request
+        self.arrivals = []
         if workload.closed_loop:
             k = min(workload.concurrency, n)
-            self.arrivals = [(0.0, i) for i in range(k)]
+            for i in range(k):
+                self._send(i, 0.0)
             self.next_release = k
         else:
-            times = table["arrival_s"].tolist()
-            self.arrivals = [(t, i) for i, t in enumerate(times)]
+            for i, t in enumerate(table["arrival_s"].tolist()):
+                self._send(i, t)
             self.next_release = n
-        heapq.heapify(self.arrivals)
         # Scheduler state.
         self.t = 0.0
         self.decode_counter = 0
@@ -181,7 +190,20 @@ class Scheduler:
         if self.next_release < self.n:
             j = self.next_release
             self.next_release += 1
-            heapq.heappush(self.arrivals, (t_end + self.workload.think_time_s, j))
+            self._send(j, t_end + self.workload.think_time_s)
+
+    def _send(self, i: int, ready_s: float) -> None:
+        """Request i is ready to go at ``ready_s``: it is sent then or ``send_gap`` after the
+        previous send, whichever is later; the server handles it (``latency`` seconds) from
+        then or once it has handled the previous one, and then it reaches the engine."""
+        sent = max(ready_s, self.last_send + self.send_gap) if self.send_gap else ready_s
+        self.last_send = sent
+        self.arrival[i] = sent
+        if self.latency:
+            self.last_handled = max(sent, self.last_handled) + self.latency
+            heapq.heappush(self.arrivals, (self.last_handled, i))
+        else:
+            heapq.heappush(self.arrivals, (sent, i))
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -190,8 +212,7 @@ class Scheduler:
         static = self.cfg.policy == "static"
         while self.done < self.n:
             while self.arrivals and self.arrivals[0][0] <= self.t:
-                t_arr, i = heapq.heappop(self.arrivals)
-                self.arrival[i] = t_arr
+                _, i = heapq.heappop(self.arrivals)
                 self.waiting.append(i)
             if not self.running and not self.waiting:
                 self.t = self.arrivals[0][0]

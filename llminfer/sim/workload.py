@@ -171,6 +171,18 @@ class Workload:
     - ``shared_prefix_tokens``, ``prefix_groups``, ``prefix_share``: a share of requests starts
       with one of ``prefix_groups`` common prefixes of that many tokens (capped at the prompt
       length minus one, since the last prompt token must always be computed).
+    - ``send_gap_s`` (closed loop; an open loop's arrivals come from ``rate``): the load
+      generator sends one request at a time, at least this many seconds after the one it
+      sent before, so users ready at the same moment (all of them at the start, several
+      whose answers ended in one step) send one after another, not together. 0 (the
+      default) sends them all at once. A real client has such a gap (``llminfer bench``:
+      0.3-0.4 ms per request on 2 shared cores); ``llminfer.bench.fit.measured_send_gap_s``
+      reads it from a sweep's logs. ``bench`` itself ignores both fields: they describe it.
+    - ``request_latency_s``: seconds the server spends on each request before its engine can
+      schedule it (HTTP, parsing, tokenization, the hop to the engine), one request at a time:
+      a request is handled from its send (``start_ts``) or from the end of the one before,
+      whichever is later, so requests sent together reach the engine this far apart. It
+      adds to TTFT without costing a step; 0 (the default) hands every request over at once.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -186,6 +198,8 @@ class Workload:
     prefix_groups: int = 1
     prefix_share: float = 1.0
     seed: int = 0
+    send_gap_s: float = 0.0
+    request_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         check_int("n_requests", self.n_requests, minimum=1)
@@ -217,6 +231,10 @@ class Workload:
             raise ValueError(
                 f"think_time_s={self.think_time_s!r} must be a finite number of seconds >= 0"
             )
+        for name in ("send_gap_s", "request_latency_s"):
+            value = getattr(self, name)
+            if not (_is_real(value) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}={value!r} must be a finite number of seconds >= 0")
         as_length_distribution(self.prompt_tokens, "prompt_tokens")
         as_length_distribution(self.output_tokens, "output_tokens")
         check_int("shared_prefix_tokens", self.shared_prefix_tokens, minimum=0)
