@@ -29,11 +29,12 @@ lab: $(STAMP)
 	$(EDITION_ENV) $(BIN)/jupyter lab $(EDITION)/ $(ALLOW_ROOT)
 
 # ruff, the import-layer contracts (.importlinter), the unit tests and strict nbval over every
-# notebook, on one more worker than cores (at most 5; several tests wait on servers that sleep
-# to a paced step time, so a spare worker keeps the CPUs busy; each notebook stays on one
-# worker: --dist loadfile). pytest exits 5 when it ran no test, and make fails on any non-zero
-# exit, so "no test ran" fails.
-PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 > 5 ? 5 : n + 1 )))
+# notebook, on two more workers than cores (at most 6: notebook 08's sweeps, both editions, and
+# several tests wait on servers that sleep to a paced step time, so spare workers keep the CPUs
+# busy meanwhile; on 2 cores 4 workers took 121-133 s, 3 workers 141-144 s, 5 workers 147 s;
+# each notebook stays on one worker: --dist loadfile). pytest exits 5 when it ran no test, and
+# make fails on any non-zero exit, so "no test ran" fails.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 2 > 6 ? 6 : n + 2 )))
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # How the suite's processes share the cores (measured, README "How long each target takes"):
 # - one BLAS thread per process: the workers are the parallelism. OpenBLAS's own threads spin
@@ -49,7 +50,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 	$(TEST_ENV) $(BIN)/python -m compileall -q -j 0 llminfer tests scripts
-	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_PARALLEL)
+	$(TEST_ENV) $(BIN)/python -m pytest -p tests.suite_startup $(PYTEST_PARALLEL)
 
 # Re-execute every notebook of both editions in place, deterministically, with volatile metadata
 # stripped.

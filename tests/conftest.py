@@ -16,24 +16,40 @@ settings.register_profile(
 settings.load_profile("llminfer")
 
 
-# The files that spend longest waiting (a paced server's real-time steps, a kernel's timed
-# cells), started first. `make test` runs pytest-xdist with --dist loadfile: one file to one
-# worker, handed out in queue order. xdist's default order (most test items first) left these
-# few-cell notebooks to the end, where their ~50 s of mostly waiting ran with the other workers
-# already idle; started first, their waiting overlaps everything else. Measured durations on
-# the 2-core machine (`pytest --durations=0`, both editions), longest first.
+# The longest files first. `make test` runs pytest-xdist with --dist loadfile: one file to one
+# worker, handed out in queue order, so the run ends when the last long file does. xdist's
+# default order (most test items first) left notebook 08 (few cells, ~50 s of mostly waiting on
+# a paced server) and the heavy widget tests to the end, where they ran with the other workers
+# idle: longest first is the classic cure. Durations measured on the 2-core machine
+# (`pytest -n 4 --durations=0`, CPU seconds of each file); a file not listed runs after these,
+# notebooks before unit tests.
 START_FIRST = (
-    "notebooks/08_measure_a_server.ipynb",  # 50 s: three paced sweeps of 264 requests
+    "notebooks/08_measure_a_server.ipynb",  # 50 s, 11 s of CPU: three paced sweeps
     "notebooks/zh/08_measure_a_server.ipynb",
-    "notebooks/02_prefill_and_decode.ipynb",  # 32 s: the toy model's timed generations
+    "notebooks/02_prefill_and_decode.ipynb",  # 11 s: the toy model's timed generations
     "notebooks/zh/02_prefill_and_decode.ipynb",
+    "tests/test_widget_extremes.py",  # 13 s: every explorer control at its ends
+    "tests/test_language_widgets.py",  # 9 s
+    "notebooks/03_metrics.ipynb",  # 7.5 s: an 11-rate sweep of 2,000 requests
+    "notebooks/zh/03_metrics.ipynb",
+    "tests/test_diagnose.py",  # 6.6 s
+    "tests/test_serve.py",  # 6.6 s
+    "tests/test_install.py",  # 6.4 s: a wheel built and installed in a fresh venv
+    "notebooks/07_troubleshooting.ipynb",  # 6.2 s
+    "notebooks/zh/07_troubleshooting.ipynb",
+    "notebooks/05_optimizations.ipynb",  # 6 s
+    "notebooks/zh/05_optimizations.ipynb",
+    "tests/test_simulate.py",  # 5.2 s
+    "tests/test_exercises.py",  # 5 s
+    "tests/test_widget_wire.py",  # 4.3 s
 )
 
 
 def pytest_collection_modifyitems(config, items):
-    """Put the items of ``START_FIRST``'s files first, then the other notebooks (each several
-    seconds of one kernel), then the unit tests, each group in its collected order; with
-    xdist's ``--no-loadscope-reorder`` (the Makefile) that is the order files are handed out."""
+    """Put the items of ``START_FIRST``'s files first, in its order, then the other notebooks
+    (each several seconds of one kernel), then the unit tests, each group in its collected
+    order; with xdist's ``--no-loadscope-reorder`` (the Makefile) that is the order files are
+    handed out."""
     rank = {path: i for i, path in enumerate(START_FIRST)}
 
     def order(item):
