@@ -119,11 +119,15 @@ lite-wheels: $(LITE_STAMP)
 # notebooks 01-07 run natively under Pyodide's limits (LLMINFER_EMULATE_PYODIDE=1: no threads,
 # processes or mmap; llminfer installed from its wheel; Pyodide's package versions; pyarrow and
 # duckdb blocked by scripts/lite/sitecustomize.py).
+# One BLAS thread per process, as in Pyodide (numpy there has no threads) and as in make test:
+# two workers with OpenBLAS's spinning threads on 2 cores slowed notebook 02's timed prefill
+# until its "decode is far less efficient per token" check failed (twice in CI dry runs).
 test-lite: lite $(STAMP)
 	$(BIN)/python scripts/lite_check.py --site site
 	$(LITE_BIN)/python -m pip install --quiet --no-deps --force-reinstall build/lite/piplite/llminfer/llminfer-*.whl
 	cd build/lite && $(CURDIR)/$(LITE_BIN)/python -c 'import llminfer; assert "site-packages" in llminfer.__file__, llminfer.__file__'
 	cd build/lite/src/contents/notebooks && LLMINFER_EMULATE_PYODIDE=1 LLMINFER_PREFETCH=0 \
+		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
 		$(CURDIR)/$(LITE_BIN)/python -m pytest -p no:cacheprovider -c /dev/null --rootdir . \
 		--nbval --nbval-current-env --nbval-sanitize-with $(CURDIR)/tests/nbval_sanitize.cfg \
