@@ -36,11 +36,11 @@ lab: $(STAMP)
 # make fails on any non-zero exit, so "no test ran" fails.
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 2 > 6 ? 6 : n + 2 )))
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
-# How the suite's processes share the cores (measured, README "How long each target takes"):
+# How the suite's processes share the cores (measured; README "How to test"):
 # - one BLAS thread per process: the workers are the parallelism. OpenBLAS's own threads spin
 #   while they wait, so 3 workers x 2 threads on 2 cores burned 3x the CPU of a numpy matmul
 #   (the toy model's 3 timed generations: 6.1 s of CPU with 2 threads, 1.9 s with 1);
-# - compiled bytecode kept (PYTHONDONTWRITEBYTECODE unset, where a machine sets it): the 3
+# - compiled bytecode kept (PYTHONDONTWRITEBYTECODE unset, where a machine sets it): the 4
 #   workers, 18 notebook kernels and ~100 server and CLI processes otherwise each compile the
 #   package and rewrite the test modules' asserts again (4.4 s of each worker's 9.7 s start-up).
 TEST_ENV := env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
