@@ -43,14 +43,16 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # - compiled bytecode kept (PYTHONDONTWRITEBYTECODE unset, where a machine sets it): the 4
 #   workers, 18 notebook kernels and ~100 server and CLI processes otherwise each compile the
 #   package and rewrite the test modules' asserts again (4.4 s of each worker's 9.7 s start-up).
-TEST_ENV := env -u PYTHONDONTWRITEBYTECODE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
-	MKL_NUM_THREADS=1 LLMINFER_PREFETCH=0
+ONE_BLAS_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE $(ONE_BLAS_THREAD) LLMINFER_PREFETCH=0
+# More pytest arguments for make test (benchmarks/bench_suite_time.py adds its CPU plugin here).
+PYTEST_ARGS ?=
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 	$(TEST_ENV) $(BIN)/python -m compileall -q -j 0 llminfer tests scripts
-	$(TEST_ENV) $(BIN)/python -m pytest -p tests.suite_startup $(PYTEST_PARALLEL)
+	$(TEST_ENV) $(BIN)/python -m pytest -p tests.suite_startup $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # Re-execute every notebook of both editions in place, deterministically, with volatile metadata
 # stripped.
@@ -127,8 +129,7 @@ test-lite: lite $(STAMP)
 	$(LITE_BIN)/python -m pip install --quiet --no-deps --force-reinstall build/lite/piplite/llminfer/llminfer-*.whl
 	cd build/lite && $(CURDIR)/$(LITE_BIN)/python -c 'import llminfer; assert "site-packages" in llminfer.__file__, llminfer.__file__'
 	cd build/lite/src/contents/notebooks && LLMINFER_EMULATE_PYODIDE=1 LLMINFER_PREFETCH=0 \
-		OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-		PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
+		$(ONE_BLAS_THREAD) PYTHONPATH=$(CURDIR)/scripts/lite MPLBACKEND=Agg \
 		$(CURDIR)/$(LITE_BIN)/python -m pytest -p no:cacheprovider -c /dev/null --rootdir . \
 		--nbval --nbval-current-env --nbval-sanitize-with $(CURDIR)/tests/nbval_sanitize.cfg \
 		-n 2 --dist loadfile -W ignore::DeprecationWarning 0[1-7]_*.ipynb

@@ -1,5 +1,5 @@
-"""Where `make test`'s time goes (issue 20): run the suite as `make test` does and print its wall
-time, its CPU time and each file's CPU seconds, longest first.
+"""Where `make test`'s time goes (issue 20): run `make test` and print its wall time, its CPU
+time and each file's CPU seconds, longest first.
 
     python benchmarks/bench_suite_time.py [--workers N] [--top 25] [-- extra pytest args]
 
@@ -61,25 +61,20 @@ def pytest_sessionfinish(session):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=None, help="xdist workers (make's rule)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="xdist workers (default: make's rule)"
+    )
     parser.add_argument("--top", type=int, default=25, help="files to print")
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
-    workers = args.workers or min(6, (os.cpu_count() or 2) + 2)
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "suite_cpu_plugin.py").write_text(PLUGIN)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(
-            OPENBLAS_NUM_THREADS="1",
-            OMP_NUM_THREADS="1",
-            MKL_NUM_THREADS="1",
-            LLMINFER_PREFETCH="0",
-            SUITE_CPU_DIR=tmp,
-            PYTHONPATH=os.pathsep.join(filter(None, [tmp, env.get("PYTHONPATH")])),
-        )
-        command = [sys.executable, "-m", "pytest", "-p", "tests.suite_startup",
-                   "-p", "suite_cpu_plugin", "-n", str(workers), "--dist", "loadfile",
-                   "--no-loadscope-reorder", "-q", *args.pytest_args]  # fmt: skip
+        # make test itself, so the environment, workers and order are the Makefile's own
+        env = dict(os.environ, SUITE_CPU_DIR=tmp)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tmp, env.get("PYTHONPATH")]))
+        command = ["make", "test", "PYTEST_ARGS=-p suite_cpu_plugin " + " ".join(args.pytest_args)]
+        if args.workers:
+            command.append(f"PYTEST_WORKERS={args.workers}")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         code = subprocess.call(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
@@ -89,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in Path(tmp).glob("*.json"):
             per_file.update(json.loads(path.read_text()))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(f"pytest exit {code}; {workers} workers; wall {wall:.0f} s; CPU {cpu:.0f} s in all, "
+    print(f"make test exit {code}; wall {wall:.0f} s; CPU {cpu:.0f} s in all, "
           f"{sum(per_file.values()):.0f} s inside test items")  # fmt: skip
     for path, seconds in per_file.most_common(args.top):
         print(f"{seconds:7.1f} s  {path}")

@@ -1,11 +1,19 @@
-"""Shared test settings.
+"""Shared test settings and fixtures.
 
 Hypothesis runs derandomized (the same examples every run: the project seeds every random
 generator) and without its per-example deadline: the suite runs on small shared machines where
 a slow moment is not a failure of the code under test.
 """
 
+import time
+
+import matplotlib
+import pytest
 from hypothesis import HealthCheck, settings
+
+from llminfer import language
+from llminfer.plots import fonts
+from llminfer.widgets import _prefetch
 
 settings.register_profile(
     "llminfer",
@@ -14,6 +22,51 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("llminfer")
+
+
+# --- the learner's language, shared by the tests of every part -----------------------------
+
+
+@pytest.fixture
+def language_back(monkeypatch):
+    """The language setting as it was once the test ends (chosen or not), with
+    ``LLMINFER_LANG`` unset meanwhile."""
+    monkeypatch.delenv(language.LANGUAGE_ENV, raising=False)
+    before = language._chosen
+    yield
+    language._chosen = before
+
+
+@pytest.fixture
+def cjk_font_as(monkeypatch):
+    """``cjk_font_as(name)`` makes ``fonts.cjk_font()`` answer ``name`` (None: no CJK font) for
+    the rest of the test, whether or not this machine has one; matplotlib's font family, which
+    ``prepare_fonts`` changes, is restored after."""
+    real = fonts.cjk_font
+    real.cache_clear()
+
+    def pretend(name):
+        monkeypatch.setattr(fonts, "cjk_font", lambda: name)
+        monkeypatch.setitem(
+            matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"])
+        )
+
+    yield pretend
+    real.cache_clear()
+
+
+def wait_for_a_picture_ahead(explorer, timeout_s=60.0):
+    """Once the prefetch worker has drawn ``explorer``'s picture one step along its first
+    control, returns ``(control, step, key)`` (``key``: that picture's cache key); fails after
+    ``timeout_s`` seconds."""
+    name, control = next(iter(explorer.controls.items()))
+    step = _prefetch.steps(control)[0]
+    key = explorer._key({**explorer.values(), name: step})
+    deadline = time.monotonic() + timeout_s
+    while not (key in explorer._ahead and explorer._ahead[key].done()):
+        assert time.monotonic() < deadline, "the worker made no picture in time"
+        time.sleep(0.05)
+    return control, step, key
 
 
 # The longest files first. `make test` runs pytest-xdist with --dist loadfile: one file to one

@@ -31,18 +31,10 @@ def _script(name: str):
     return module
 
 
-@pytest.fixture
-def restore_language(monkeypatch):
-    monkeypatch.delenv(language.LANGUAGE_ENV, raising=False)
-    before = language._chosen
-    yield
-    language._chosen = before
-
-
 # --- the setting ---------------------------------------------------------------------------
 
 
-def test_english_by_default_and_the_environment_or_a_call_switches(restore_language, monkeypatch):
+def test_english_by_default_and_the_environment_or_a_call_switches(language_back, monkeypatch):
     language._chosen = None
     assert language.get_language() == "en"
     monkeypatch.setenv(language.LANGUAGE_ENV, "zh_CN.UTF-8")
@@ -55,12 +47,12 @@ def test_english_by_default_and_the_environment_or_a_call_switches(restore_langu
     assert language.get_language() == "en"
 
 
-def test_an_unknown_language_is_a_clear_error(restore_language):
+def test_an_unknown_language_is_a_clear_error(language_back):
     with pytest.raises(ValueError, match="choose one of en, zh"):
         llminfer.set_language("fr")
 
 
-def test_english_is_the_message_itself_and_chinese_comes_from_the_catalogs(restore_language):
+def test_english_is_the_message_itself_and_chinese_comes_from_the_catalogs(language_back):
     llminfer.set_language("en")
     assert language._("no such message ✓") == "no such message ✓"
     assert language.ngettext("{n} request", "{n} requests", 2) == "{n} requests"
@@ -213,7 +205,7 @@ def test_bold_renders_in_every_cell(path):
 # --- figures -------------------------------------------------------------------------------
 
 
-def test_figures_fall_back_to_english_where_no_cjk_font_exists(restore_language, monkeypatch):
+def test_figures_fall_back_to_english_where_no_cjk_font_exists(language_back, monkeypatch):
     from llminfer.plots import fonts
 
     monkeypatch.setattr(fonts, "cjk_font", lambda: None)
@@ -222,7 +214,7 @@ def test_figures_fall_back_to_english_where_no_cjk_font_exists(restore_language,
     assert fonts._("not translated anyway") == "not translated anyway"
 
 
-def test_a_chinese_figure_renders_without_a_missing_glyph(restore_language):
+def test_a_chinese_figure_renders_without_a_missing_glyph(language_back):
     from llminfer.plots import fonts
     from llminfer.plots._figure import figure_png, new_figure
 

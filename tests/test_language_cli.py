@@ -14,26 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from llminfer import read_requests
 from llminfer.cli import DIAGNOSE_EXIT, _source_line, main
 from llminfer.diagnose.cases import CASE_SLO, CASE_STUDIES
 from llminfer.diagnose.run import diagnose
-from llminfer.language import LANGUAGE_ENV, get_language, set_language
+from llminfer.language import LANGUAGE_ENV, set_language
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH = re.compile(r"[A-Za-z][a-z']+(?: [A-Za-z][a-z']+){2,}")
-
-
-@pytest.fixture
-def restore_language(monkeypatch):
-    monkeypatch.delenv(LANGUAGE_ENV, raising=False)
-    before = get_language()
-    yield
-    set_language(before)
 
 
 def english_left(text: str) -> list[str]:
@@ -62,7 +52,7 @@ def test_python_m_llminfer_diagnose_speaks_chinese_with_llminfer_lang_zh():
     assert not english_left(body), english_left(body)
 
 
-def test_diagnose_prints_the_chinese_report_it_makes(restore_language, capsys):
+def test_diagnose_prints_the_chinese_report_it_makes(language_back, capsys):
     set_language("zh")
     path = str(DATA / CASE_STUDIES["kv_exhausted"].data_file)
     assert main(["diagnose", path, "--slo", "ttft=1s,tpot=20ms"]) == DIAGNOSE_EXIT["problem"]
@@ -76,7 +66,7 @@ def test_diagnose_prints_the_chinese_report_it_makes(restore_language, capsys):
     assert HAN.search(data["headline"]) and data["source"] == f"csv log from {path}"
 
 
-def test_the_rejected_rows_report_and_errors_in_chinese(restore_language, capsys):
+def test_the_rejected_rows_report_and_errors_in_chinese(language_back, capsys):
     set_language("zh")
     bad = str(DATA / "requests_bad.csv")
     assert main(["metrics", bad, "--on-error", "report"]) == 0
@@ -89,7 +79,7 @@ def test_the_rejected_rows_report_and_errors_in_chinese(restore_language, capsys
     assert err.startswith("error: ") and "不是 Prometheus 文本暴露格式" in err
 
 
-def test_english_lines_are_the_ones_before(restore_language, capsys):
+def test_english_lines_are_the_ones_before(language_back, capsys):
     set_language("en")
     bad = str(DATA / "requests_bad.csv")
     log = read_requests(bad, on_error="report")

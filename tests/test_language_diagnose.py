@@ -24,7 +24,7 @@ from llminfer.diagnose.procedure import causes_table, procedure_table
 from llminfer.diagnose.run import diagnose
 from llminfer.diagnose.scrape import parse_scrape, read_scrape
 from llminfer.diagnose.suggestions import Setup, suggest
-from llminfer.language import LANGUAGE_ENV, get_language, glossary, set_language
+from llminfer.language import glossary, set_language
 from llminfer.sim.simulate import EngineConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,15 +36,7 @@ ENGLISH = re.compile(r"[A-Za-z][a-z']+(?: [A-Za-z][a-z']+){2,}")
 
 
 @pytest.fixture
-def restore_language(monkeypatch):
-    monkeypatch.delenv(LANGUAGE_ENV, raising=False)
-    before = get_language()
-    yield
-    set_language(before)
-
-
-@pytest.fixture
-def zh(restore_language):
+def zh(language_back):
     set_language("zh")
 
 
@@ -177,7 +169,7 @@ def test_the_keys_a_program_reads_stay_as_they_are(zh):
     assert frame.loc["queueing", "cause"] == "overload"
 
 
-def test_english_is_unchanged_and_comes_back_after_chinese(restore_language):
+def test_english_is_unchanged_and_comes_back_after_chinese(language_back):
     set_language("en")
     report = case_report("prefill_interference")
     english = (str(report), report._repr_html_(), report.headline)
@@ -217,7 +209,7 @@ def test_the_procedure_and_causes_tables_are_chinese_with_english_keys(zh):
     assert all(han_share(text) > 0.4 and not english_left(text) for text in causes["meaning"])
 
 
-def test_the_tables_stay_english_in_english(restore_language):
+def test_the_tables_stay_english_in_english(language_back):
     set_language("en")
     assert procedure_table().loc["failures", "rule"] == "failures above 1%"
     assert causes_table().loc["overload", "meaning"] == CAUSES["overload"]
@@ -237,7 +229,7 @@ def test_step_0_says_what_to_do_in_chinese(zh):
     assert set(rows.index) == {"clocks", "warm_up", "drain", "load_generator"}
 
 
-def test_case_study_texts_follow_the_language_set_after_import(restore_language):
+def test_case_study_texts_follow_the_language_set_after_import(language_back):
     case = CASE_STUDIES["head_of_line"]
     set_language("en")
     assert case.story.startswith("A chat service on a V1-like engine")

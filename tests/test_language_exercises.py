@@ -8,7 +8,7 @@ import re
 import pytest
 
 from llminfer.exercises import Exercise, check, exercise, exercises
-from llminfer.language import get_language, set_language
+from llminfer.language import set_language
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 #: English words that are never part of code, a name or a unit in these messages.
@@ -19,19 +19,13 @@ ENGLISH_WORDS = re.compile(
 
 
 @pytest.fixture
-def zh():
-    before = get_language()
+def zh(language_back):
     set_language("zh")
-    yield
-    set_language(before)
 
 
 @pytest.fixture
-def en():
-    before = get_language()
+def en(language_back):
     set_language("en")
-    yield
-    set_language(before)
 
 
 def _prose(text: str) -> str:

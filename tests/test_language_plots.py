@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from llminfer import plots
-from llminfer.language import get_language, set_language
+from llminfer.language import set_language
 from llminfer.plots import fonts
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -26,34 +26,16 @@ CJK_NAME = "Noto Sans CJK SC"
 
 
 @pytest.fixture
-def language_back():
-    before = get_language()
-    yield
-    set_language(before)
-
-
-@pytest.fixture
-def zh_font(monkeypatch, language_back):
+def zh_font(cjk_font_as, language_back):
     """Chinese chosen and a CJK font "found" (whether or not this machine has one)."""
-    real = fonts.cjk_font
-    real.cache_clear()
-    monkeypatch.setattr(fonts, "cjk_font", lambda: CJK_NAME)
-    monkeypatch.setitem(
-        matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"])
-    )
+    cjk_font_as(CJK_NAME)
     set_language("zh")
-    yield
-    real.cache_clear()
 
 
 @pytest.fixture
-def no_font(monkeypatch, language_back):
-    real = fonts.cjk_font
-    real.cache_clear()
-    monkeypatch.setattr(fonts, "cjk_font", lambda: None)
+def no_font(cjk_font_as, language_back):
+    cjk_font_as(None)
     set_language("zh")
-    yield
-    real.cache_clear()
 
 
 def _words(fig) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 import re
 
-import matplotlib
 import pytest
+from conftest import wait_for_a_picture_ahead
 
 import llminfer.widgets as widgets
 from llminfer.language import get_language, set_language
@@ -36,26 +36,21 @@ pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font:UserW
 
 
 @pytest.fixture
-def language_back(monkeypatch):
+def language_back(monkeypatch, language_back):
+    """The shared fixture, with no picture drawn ahead unless a test asks for it."""
     monkeypatch.setenv("LLMINFER_PREFETCH", "0")
-    before = get_language()
-    yield
-    set_language(before)
+
+
+def _font_for_pictures() -> str:
+    fonts.cjk_font.cache_clear()
+    return fonts.cjk_font() or CJK_NAME  # the real font where this machine has one
 
 
 @pytest.fixture
-def zh(monkeypatch, language_back):
+def zh(cjk_font_as, language_back):
     """Chinese, with a CJK font "found" so that the pictures take the Chinese path too."""
-    real = fonts.cjk_font
-    real.cache_clear()
-    name = real() or CJK_NAME  # the real font where this machine has one
-    monkeypatch.setattr(fonts, "cjk_font", lambda: name)
-    monkeypatch.setitem(
-        matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"])
-    )
+    cjk_font_as(_font_for_pictures())
     set_language("zh")
-    yield
-    real.cache_clear()
 
 
 def _explorers() -> dict:
@@ -160,32 +155,23 @@ def test_dropdown_labels_translate_and_values_stay(zh):
     assert journey._summary.value.startswith("<p>网络 50 ms · 排队 200 ms · Prefill ")
 
 
-def test_the_pictures_speak_chinese_and_are_kept_per_language(language_back, monkeypatch):
+def test_the_pictures_speak_chinese_and_are_kept_per_language(language_back, cjk_font_as):
     set_language("en")
     explorer = widgets.RooflineExplorer()
     english_png = bytes(explorer._image.value)
     english_key = explorer._key(explorer.values())
-    real = fonts.cjk_font
-    real.cache_clear()
-    name = real() or CJK_NAME  # the real font where this machine has one
-    monkeypatch.setattr(fonts, "cjk_font", lambda: name)
-    monkeypatch.setitem(
-        matplotlib.rcParams, "font.family", list(matplotlib.rcParams["font.family"])
-    )
+    cjk_font_as(_font_for_pictures())
     set_language("zh")
-    try:
-        assert explorer._key(explorer.values()) != english_key
-        explorer.update()
-        figure = explorer.figure
-        assert figure.axes[0].get_title().endswith("的屋顶线模型：屋脊点左侧 = 内存带宽密集")
-        labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
-        assert labels[1:] == ["Prefill 1×2,048 个 Token", "Decode 批次大小 1"], labels
-        assert bytes(explorer._image.value) != english_png
-        set_language("en")
-        explorer.update()  # back in English: the English picture, from the cache
-        assert bytes(explorer._image.value) == english_png
-    finally:
-        real.cache_clear()
+    assert explorer._key(explorer.values()) != english_key
+    explorer.update()
+    figure = explorer.figure
+    assert figure.axes[0].get_title().endswith("的屋顶线模型：屋脊点左侧 = 内存带宽密集")
+    labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    assert labels[1:] == ["Prefill 1×2,048 个 Token", "Decode 批次大小 1"], labels
+    assert bytes(explorer._image.value) != english_png
+    set_language("en")
+    explorer.update()  # back in English: the English picture, from the cache
+    assert bytes(explorer._image.value) == english_png
 
 
 def test_the_worker_draws_in_the_kernels_language(language_back, monkeypatch):
@@ -242,19 +228,11 @@ def test_english_is_what_it_always_was(language_back):
 
 def test_a_picture_made_ahead_in_chinese_is_the_one_the_kernel_draws(language_back, monkeypatch):
     # a real worker process (spawned: it starts in English) draws in the kernel's language
-    import time
-
     monkeypatch.setattr(_prefetch, "enabled", lambda: True)
     monkeypatch.setattr(_prefetch, "_waiting", [])
     set_language("zh")
     explorer = widgets.RequestJourney()
-    name, control = next(iter(explorer.controls.items()))
-    step = _prefetch.steps(control)[0]
-    key = explorer._key({**explorer.values(), name: step})
-    deadline = time.monotonic() + 60
-    while not (key in explorer._ahead and explorer._ahead[key].done()):
-        assert time.monotonic() < deadline, "the worker made no picture in time"
-        time.sleep(0.05)
+    control, step, _ = wait_for_a_picture_ahead(explorer)
     control.value = step
     made_ahead = bytes(explorer._image.value)
     explorer._pictures.clear()

@@ -7,6 +7,7 @@ import time
 
 import ipywidgets as W
 import pytest
+from conftest import wait_for_a_picture_ahead
 
 from llminfer.widgets import MemoryExplorer, RequestJourney, _prefetch
 
@@ -46,13 +47,7 @@ def test_a_picture_made_ahead_is_the_one_the_kernel_draws(monkeypatch, cls):
     monkeypatch.setattr(_prefetch, "enabled", lambda: True)
     monkeypatch.setattr(_prefetch, "_waiting", [])  # no wishes of other tests' explorers
     explorer = cls()
-    name, control = next(iter(explorer.controls.items()))
-    step = _prefetch.steps(control)[0]
-    key = explorer._key({**explorer.values(), name: step})
-    deadline = time.monotonic() + 60
-    while not (key in explorer._ahead and explorer._ahead[key].done()):
-        assert time.monotonic() < deadline, "the worker made no picture in time"
-        time.sleep(0.05)
+    control, step, key = wait_for_a_picture_ahead(explorer)
     control.value = step  # one step: the worker's picture, shown at once
     made_ahead = explorer._image.value
     assert made_ahead and key in explorer._pictures and key not in explorer._ahead
