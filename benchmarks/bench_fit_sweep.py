@@ -81,7 +81,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from llminfer.bench import sweep_server
+from llminfer.bench import compare_sweeps, sweep_server
 from llminfer.bench.fit import fit_steps, fit_sweep, measured_send_gap_s
 from llminfer.bench.llamacpp import (
     LlamaServer,
@@ -170,17 +170,11 @@ def fit_and_predict(name, url, served_model, workload, model, machine, fit_loads
 
 def compare(name, measured, predicted, loads, fit_loads, held="held out") -> pd.DataFrame:
     """One row per load: measured vs predicted p50 TTFT and TPOT (ms) and the error (%)."""
-    rows = []
-    for load in loads:
-        row = {"server": name, "users": load, "part": "fit" if load in fit_loads else held}
-        for metric in METRICS:
-            m, p = measured.loc[load, metric], predicted.loc[load, metric]
-            short = metric.split("_")[0]
-            row[f"{short} measured ms"] = 1e3 * m
-            row[f"{short} predicted ms"] = 1e3 * p
-            row[f"{short} error %"] = 100 * (p / m - 1)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    table = compare_sweeps(
+        measured.loc[loads].reset_index(), predicted.reset_index(), fit_loads, METRICS, held
+    )
+    table.insert(0, "server", name)
+    return table.rename(columns={"concurrency": "users"})
 
 
 def steps_route(path, parallel, measured, workload, model, machine, fit_loads, loads, per_user,
@@ -305,7 +299,7 @@ def main() -> int:
     table = pd.concat(tables, ignore_index=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    errors = table.loc[table["part"] == "held out", ["ttft error %", "tpot error %"]].abs()
+    errors = table.loc[table["part"] == "held out", ["ttft_error_pct", "tpot_error_pct"]].abs()
     worst = float(errors.to_numpy().max())
     print(f"worst held-out error: {worst:.1f} % (limit {args.limit:.0f} %)")
     return 1 if worst > args.limit else 0

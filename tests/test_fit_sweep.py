@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from llminfer.bench import simulate_sweep
+from llminfer.bench import compare_sweeps, simulate_sweep
 from llminfer.bench.fit import (
     STEP_ARGS,
     fit_steps,
@@ -19,6 +19,7 @@ from llminfer.bench.fit import (
 from llminfer.bench.llamacpp import batched_bench_steps, read_batched_bench
 from llminfer.cost.calibration import read_measurements
 from llminfer.cost.steptime import step_timer
+from llminfer.plots import sweep_fit_chart
 from llminfer.serve import ServeConfig, build_model
 from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
@@ -236,3 +237,60 @@ def test_read_sweep_reads_table_and_settings(tmp_path):
     table, meta = read_sweep(path)
     assert table["concurrency"].tolist() == [1, 4]
     assert meta == {"machine": "a CPU, 2 cores", "prompt_tokens": 128, "send_gap_s": 0.0004}
+
+
+def test_compare_sweeps_sets_measured_beside_simulated():
+    measured = pd.DataFrame(
+        {"concurrency": [1, 2, 4], "ttft_s_p50": [0.010, 0.020, 0.040], "tpot_s_p50": [1e-3] * 3}
+    )
+    simulated = pd.DataFrame(
+        {
+            "concurrency": [4, 2, 1, 8],
+            "ttft_s_p50": [0.030, 0.025, 0.010, 1.0],
+            "tpot_s_p50": [2e-3] * 4,
+        }
+    )
+    table = compare_sweeps(measured, simulated, fitted_loads=[1, 4])
+    assert table["concurrency"].tolist() == [1, 2, 4]  # the loads both hold, in order
+    assert table["part"].tolist() == ["fit", "held out", "fit"]
+    assert table["ttft_measured_ms"].tolist() == pytest.approx([10, 20, 40])
+    assert table["ttft_simulated_ms"].tolist() == pytest.approx([10, 25, 30])
+    assert table["ttft_error_pct"].tolist() == pytest.approx([0, 25, -25])
+    assert table["tpot_error_pct"].tolist() == pytest.approx([100] * 3)
+    assert compare_sweeps(measured, simulated, other="info")["part"].tolist() == ["info"] * 3
+    with pytest.raises(ValueError, match="lacks"):
+        compare_sweeps(measured.drop(columns="tpot_s_p50"), simulated)
+    with pytest.raises(ValueError, match="does not"):
+        compare_sweeps(measured, simulated.rename(columns={"concurrency": "rate"}))
+    with pytest.raises(ValueError, match="share no"):
+        compare_sweeps(measured, simulated.assign(concurrency=[16, 32, 64, 128]))
+
+
+def test_sweep_fit_chart_draws_each_server_and_rings_the_held_out_loads():
+    rows = []
+    for server in ("toy", "llama-server"):
+        measured = pd.DataFrame(
+            {
+                "concurrency": [1, 2, 4],
+                "ttft_s_p50": [0.01, 0.02, 0.04],
+                "tpot_s_p50": [1e-3, 2e-3, 3e-3],
+            }
+        )
+        simulated = measured.assign(ttft_s_p50=measured["ttft_s_p50"] * 1.5)
+        rows.append(compare_sweeps(measured, simulated, [1, 4]).assign(server=server))
+    fig = sweep_fit_chart(pd.concat(rows, ignore_index=True))
+    assert [ax.get_title() for ax in fig.axes] == [
+        "toy: p50 TTFT",
+        "toy: p50 TPOT",
+        "llama-server: p50 TTFT",
+        "llama-server: p50 TPOT",
+    ]
+    ttft = fig.axes[0]
+    simulated_line, measured_dots, rings = ttft.lines
+    assert list(simulated_line.get_ydata()) == pytest.approx([15, 30, 60])
+    assert list(measured_dots.get_ydata()) == pytest.approx([10, 20, 40])
+    assert list(rings.get_xdata()) == [2] and [t.get_text() for t in ttft.texts] == ["+50 %"]
+    assert ttft.get_yscale() == "log" and ttft.get_xlabel() == "concurrent users"
+    assert len(sweep_fit_chart(rows[0].drop(columns="server")).axes) == 2  # one server
+    with pytest.raises(ValueError, match="lacks"):
+        sweep_fit_chart(rows[0].drop(columns="part"))

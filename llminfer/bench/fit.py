@@ -22,9 +22,12 @@ matmul, attention and bandwidth efficiencies to 1 and fits the *effective* peaks
 (``"peak_flops"`` for the weights' compute format, ``"memory_bandwidth"``), unbounded above,
 with the fixed cost per layer per step (``"layer_overhead_s"``), the GEMM padding
 (``"matmul_pad_tokens"``) and the KV read rate as a fraction of the fitted bandwidth
-(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — five constants from the six
-p50s of a sweep of three loads: few degrees of freedom left, so the held-out loads are the
-test. Any other ``StepModel`` constant may be named in ``fit=`` (fractions stay fractions,
+(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — five step constants, and
+``fit_sweep``'s request latency a sixth, from the nine p50s (TTFT, TPOT, ITL) of a sweep of
+three loads: few degrees of freedom left, so the held-out loads are the test. The constants
+trade off against each other (a longer fit can land on very different peaks with the same
+predictions): read the step times they give (``step_timer`` on the fitted GPU), not the
+peaks. Any other ``StepModel`` constant may be named in ``fit=`` (fractions stay fractions,
 through a logit, fitted from at most 0.5 so a start at the bound can move), e.g. for a GPU
 whose peaks are known.
 """

@@ -23,6 +23,7 @@ import pandas as pd
 
 from llminfer.bench.client import BenchRun, RequestRecord, bench
 from llminfer.logs.summary import summarize
+from llminfer.sim.loadsweep import load_column
 from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 
@@ -346,3 +347,39 @@ def simulate_sweep(
             }
         )
     return pd.DataFrame(rows), logs
+
+
+def compare_sweeps(
+    measured: pd.DataFrame,
+    simulated: pd.DataFrame,
+    fitted_loads: Sequence[float] = (),
+    metrics: Sequence[str] = ("ttft_s_p50", "tpot_s_p50"),
+    other: str = "held out",
+) -> pd.DataFrame:
+    """A measured sweep (``sweep_server``'s table) beside a simulated one (``simulate_sweep``'s,
+    or ``SweepFit.predict``'s), load for load: one row per load both hold, with its load column
+    (``concurrency`` or ``rate``), ``part`` (``"fit"`` for a load in ``fitted_loads``, else
+    ``other``) and for each metric (``ttft_s_p50`` → ``ttft``) ``ttft_measured_ms``,
+    ``ttft_simulated_ms`` (milliseconds) and ``ttft_error_pct`` (simulated ÷ measured − 1, %).
+    Raises ValueError when the tables vary different loads, share none, or lack a metric.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    kind = load_column(measured)
+    if load_column(simulated) != kind:
+        raise ValueError(f"measured varies {kind!r} but simulated does not")
+    for name, table in (("measured", measured), ("simulated", simulated)):
+        missing = [m for m in metrics if m not in table.columns]
+        if missing:
+            raise ValueError(f"{name} lacks column(s) {', '.join(missing)}")
+    both = measured.merge(simulated, on=kind, suffixes=("_measured", "_simulated"))
+    if both.empty:
+        raise ValueError(f"measured and simulated share no {kind}")
+    rows = {kind: both[kind], "part": np.where(both[kind].isin(fitted_loads), "fit", other)}
+    for metric in metrics:
+        short = metric.split("_")[0]
+        m, s = both[f"{metric}_measured"], both[f"{metric}_simulated"]
+        rows[f"{short}_measured_ms"] = 1e3 * m
+        rows[f"{short}_simulated_ms"] = 1e3 * s
+        rows[f"{short}_error_pct"] = 100 * (s / m - 1)
+    return pd.DataFrame(rows).sort_values(kind, ignore_index=True)

@@ -9,6 +9,7 @@ from llminfer.plots.logs import (
     request_anatomy,
     request_timeline,
 )
+from llminfer.plots.measure import sweep_fit_chart
 from llminfer.plots.memory import concurrency_curve, memory_bar
 from llminfer.plots.moe import ep_sweep_chart, experts_touched_chart
 from llminfer.plots.roofline import (
@@ -64,6 +65,7 @@ __all__ = [
     "speculative_batch_curve",
     "speculative_curves",
     "step_timeline",
+    "sweep_fit_chart",
     "tensor_parallel_curves",
     "throughput_latency",
 ]

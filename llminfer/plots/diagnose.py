@@ -10,23 +10,12 @@ from matplotlib.figure import Figure
 
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.schema import RequestLog
-from llminfer.plots._figure import COLORS, new_figure
+from llminfer.plots._figure import COLORS, new_figure, readable_log_axis
 from llminfer.plots.fonts import N_, _
 
 _LABELS = {"ttft_s": N_("TTFT (ms)"), "tpot_s": N_("TPOT (ms)"), "e2e_s": N_("E2E latency (ms)")}
 #: The two runs' names in the legend.
 _RUNS = {"before": N_("before"), "after": N_("after")}
-
-
-def _readable_log_axis(ax) -> None:
-    """Log scale with plain labels (5, 10, 20, 50 ms — never 6×10⁰) on 1-2-5 ticks, so a
-    narrow range such as TPOT between 5 and 40 ms still gets several readable labels."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def before_after_cdf(
@@ -54,7 +43,7 @@ def before_after_cdf(
                 ax.step(values, fraction, where="post", color=colour, label=_(_RUNS[label]))
         if slo and name in slo:
             ax.axvline(slo[name] * 1e3, color="black", ls="--", lw=1, label=_("target"))
-        _readable_log_axis(ax)
+        readable_log_axis(ax, "x")
         ax.set_xlabel(_(_LABELS[name]) if name in _LABELS else name)
         ax.set_ylabel(_("share of requests"))
         ax.legend(fontsize=8, loc="lower right")

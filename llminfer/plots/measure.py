@@ -1,0 +1,93 @@
+"""Chapter 8: a measured server beside the simulation fitted to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from llminfer.plots._figure import COLORS, new_figure, readable_log_axis, require_columns
+from llminfer.plots.fonts import _
+
+#: The metrics ``compare_sweeps`` names (its column prefixes) and the colour each is drawn in.
+_METRICS = {"ttft": ("TTFT", COLORS["prefill"]), "tpot": ("TPOT", COLORS["decode"])}
+
+
+def sweep_fit_chart(table: pd.DataFrame) -> Figure:
+    """``compare_sweeps``' table (with a ``server`` column for several servers) as one row of
+    panels per server, p50 TTFT and TPOT (ms, log scale) against the load: measured as black
+    dots, simulated as a coloured line; the loads the fit did not see (``part`` other than
+    ``"fit"``) ringed and labelled with the simulation's error (simulated ÷ measured − 1, %).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    kind = "rate" if "rate" in table.columns else "concurrency"
+    metrics = [m for m in _METRICS if f"{m}_measured_ms" in table.columns]
+    columns = [kind, "part"] + [
+        f"{m}_{c}" for m in metrics for c in ("measured_ms", "simulated_ms", "error_pct")
+    ]
+    require_columns(table, columns)
+    if not metrics:
+        raise ValueError("table has no ttft_measured_ms or tpot_measured_ms column")
+    servers = list(dict.fromkeys(table["server"])) if "server" in table.columns else [None]
+    fig, axes = new_figure(
+        4.2 * len(metrics), 3.0 * len(servers), nrows=len(servers), ncols=len(metrics)
+    )
+    axes = np.atleast_2d(np.asarray(axes, dtype=object).reshape(len(servers), len(metrics)))
+    for row, server in zip(axes, servers, strict=True):
+        data = table if server is None else table[table["server"] == server]
+        data = data.sort_values(kind)
+        held = data[data["part"] != "fit"]
+        for ax, metric in zip(row, metrics, strict=True):
+            label, colour = _METRICS[metric]
+            ax.plot(
+                data[kind],
+                data[f"{metric}_simulated_ms"],
+                color=colour,
+                marker=".",
+                label=_("simulated (fitted)"),
+            )
+            ax.plot(
+                data[kind],
+                data[f"{metric}_measured_ms"],
+                "o",
+                color="black",
+                ms=4,
+                label=_("measured"),
+            )
+            ax.plot(
+                held[kind],
+                held[f"{metric}_measured_ms"],
+                "o",
+                mfc="none",
+                mec=COLORS["queue"],
+                ms=11,
+                mew=1.5,
+                label=_("held out (not in the fit)"),
+            )
+            for _i, point in held.iterrows():
+                ax.annotate(
+                    f"{point[f'{metric}_error_pct']:+.0f} %",
+                    (point[kind], point[f"{metric}_measured_ms"]),
+                    textcoords="offset points",
+                    xytext=(6, -12),
+                    fontsize=8,
+                    color=COLORS["queue"],
+                )
+            ax.set_xscale("log", base=2)
+            readable_log_axis(ax, "y")
+            ax.set_xticks(list(data[kind]), [f"{v:g}" for v in data[kind]])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_xlabel(
+                _("offered load (requests/s)") if kind == "rate" else _("concurrent users")
+            )
+            ax.set_ylabel(_("p50 {metric} (ms, log scale)").format(metric=label))
+            title = f"{server}: p50 {label}" if server is not None else f"p50 {label}"
+            ax.set_title(title, fontsize=10)
+    for ax in axes[0]:
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        _("ringed: loads the fit did not see, with the error simulated ÷ measured − 1"), fontsize=9
+    )
+    return fig
