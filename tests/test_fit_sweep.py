@@ -276,7 +276,9 @@ def test_sweep_fit_chart_draws_each_server_and_rings_the_held_out_loads():
                 "tpot_s_p50": [1e-3, 2e-3, 3e-3],
             }
         )
-        simulated = measured.assign(ttft_s_p50=measured["ttft_s_p50"] * 1.5)
+        simulated = measured.assign(
+            ttft_s_p50=measured["ttft_s_p50"] * 1.5, tpot_s_p50=measured["tpot_s_p50"] * 1.05
+        )
         rows.append(compare_sweeps(measured, simulated, [1, 4]).assign(server=server))
     fig = sweep_fit_chart(pd.concat(rows, ignore_index=True))
     assert [ax.get_title() for ax in fig.axes] == [
@@ -289,8 +291,15 @@ def test_sweep_fit_chart_draws_each_server_and_rings_the_held_out_loads():
     simulated_line, measured_dots, rings = ttft.lines
     assert list(simulated_line.get_ydata()) == pytest.approx([15, 30, 60])
     assert list(measured_dots.get_ydata()) == pytest.approx([10, 20, 40])
-    assert list(rings.get_xdata()) == [2] and [t.get_text() for t in ttft.texts] == ["+50 %"]
+    assert list(rings.get_xdata()) == [2]
+    # every TTFT is off by +50 %: the held-out load's label and the fitted loads' too (>= 10 %)
+    assert [t.get_text() for t in ttft.texts] == ["+50 %"] * 3
+    # TPOT is off by +5 %: only the held-out load is labelled
+    assert [t.get_text() for t in fig.axes[1].texts] == ["+5 %"]
+
     assert ttft.get_yscale() == "log" and ttft.get_xlabel() == "concurrent users"
     assert len(sweep_fit_chart(rows[0].drop(columns="server")).axes) == 2  # one server
+    low = rows[0].assign(ttft_error_pct=-32.0)
+    assert [t.get_text() for t in sweep_fit_chart(low).axes[0].texts] == ["−32 %"] * 3  # U+2212
     with pytest.raises(ValueError, match="lacks"):
         sweep_fit_chart(rows[0].drop(columns="part"))

@@ -292,7 +292,15 @@ class SweepFit:
 
     def predict(self, concurrencies=None, rates=None, percentiles=(50,)) -> pd.DataFrame:
         """``simulate_sweep``'s table at other loads (same columns as ``sweep_server``'s)."""
-        table, _ = simulate_sweep(
+        return self.simulate_sweep(concurrencies, rates, percentiles)[0]
+
+    def simulate_sweep(
+        self, concurrencies=None, rates=None, percentiles=(50,)
+    ) -> tuple[pd.DataFrame, dict]:
+        """``simulate_sweep`` with the fitted constants: (table, logs), logs mapping each load
+        to its simulated requests (``start_ts``, ``first_token_ts``, ``end_ts``, seconds), to
+        look inside a p50 (e.g. how a load's TTFTs group by step)."""
+        return simulate_sweep(
             self.workload,
             concurrencies=concurrencies,
             rates=rates,
@@ -302,7 +310,6 @@ class SweepFit:
             engine=self.engine,
             **self.simulate_kwargs,
         )
-        return table
 
 
 #: What ``fit_steps`` fits unless told otherwise: the effective peaks, the fixed cost per

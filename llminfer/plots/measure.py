@@ -11,14 +11,23 @@ from llminfer.plots._figure import COLORS, new_figure, readable_log_axis, requir
 from llminfer.plots.fonts import _
 
 #: The metrics ``compare_sweeps`` names (its column prefixes) and the colour each is drawn in.
-_METRICS = {"ttft": ("TTFT", COLORS["prefill"]), "tpot": ("TPOT", COLORS["decode"])}
+_METRICS = {
+    "ttft": ("TTFT", COLORS["prefill"]),
+    "tpot": ("TPOT", COLORS["decode"]),
+    "itl": ("ITL", COLORS["free"]),
+}
+#: Fitted points off by at least this much (%) are labelled too, so a fit's worst in-sample
+#: miss is not mistaken for a match.
+LABEL_ERROR_PCT = 10.0
 
 
 def sweep_fit_chart(table: pd.DataFrame) -> Figure:
     """``compare_sweeps``' table (with a ``server`` column for several servers) as one row of
-    panels per server, p50 TTFT and TPOT (ms, log scale) against the load: measured as black
-    dots, simulated as a coloured line; the loads the fit did not see (``part`` other than
-    ``"fit"``) ringed and labelled with the simulation's error (simulated ÷ measured − 1, %).
+    panels per server, p50 TTFT, TPOT and ITL where the table has them (ms, log scale) against
+    the load: measured as black dots, simulated as a coloured line; the loads the fit did not
+    see (``part`` other than ``"fit"``) ringed and labelled with the simulation's error
+    (simulated ÷ measured − 1, %), fitted loads labelled (in grey) where that error is at least
+    ``LABEL_ERROR_PCT``.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -66,14 +75,16 @@ def sweep_fit_chart(table: pd.DataFrame) -> Figure:
                 mew=1.5,
                 label=_("held out (not in the fit)"),
             )
-            for _i, point in held.iterrows():
+            error = data[f"{metric}_error_pct"]
+            labelled = data[(data["part"] != "fit") | (error.abs() >= LABEL_ERROR_PCT)]
+            for _i, point in labelled.iterrows():
                 ax.annotate(
-                    f"{point[f'{metric}_error_pct']:+.0f} %",
+                    f"{point[f'{metric}_error_pct']:+.0f} %".replace("-", "−"),
                     (point[kind], point[f"{metric}_measured_ms"]),
                     textcoords="offset points",
                     xytext=(6, -12),
                     fontsize=8,
-                    color=COLORS["queue"],
+                    color=COLORS["queue"] if point["part"] != "fit" else "dimgrey",
                 )
             ax.set_xscale("log", base=2)
             readable_log_axis(ax, "y")
@@ -88,6 +99,10 @@ def sweep_fit_chart(table: pd.DataFrame) -> Figure:
     for ax in axes[0]:
         ax.legend(fontsize=8)
     fig.suptitle(
-        _("ringed: loads the fit did not see, with the error simulated ÷ measured − 1"), fontsize=9
+        _(
+            "ringed: loads the fit did not see; labelled: their error and any other of 10 % or "
+            "more (simulated ÷ measured − 1)"
+        ),
+        fontsize=9,
     )
     return fig
