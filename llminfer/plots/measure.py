@@ -9,6 +9,7 @@ from matplotlib.ticker import NullLocator
 
 from llminfer.plots._figure import COLORS, new_figure, readable_log_axis, require_columns
 from llminfer.plots.fonts import _
+from llminfer.sim.loadsweep import load_column
 
 #: The metrics ``compare_sweeps`` names (its column prefixes) and the colour each is drawn in.
 _METRICS = {
@@ -31,14 +32,16 @@ def sweep_fit_chart(table: pd.DataFrame) -> Figure:
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
-    kind = "rate" if "rate" in table.columns else "concurrency"
+    kind = load_column(table)
     metrics = [m for m in _METRICS if f"{m}_measured_ms" in table.columns]
     columns = [kind, "part"] + [
         f"{m}_{c}" for m in metrics for c in ("measured_ms", "simulated_ms", "error_pct")
     ]
     require_columns(table, columns)
     if not metrics:
-        raise ValueError("table has no ttft_measured_ms or tpot_measured_ms column")
+        raise ValueError(
+            "table has no ttft_, tpot_ or itl_measured_ms column: pass compare_sweeps' table"
+        )
     servers = list(dict.fromkeys(table["server"])) if "server" in table.columns else [None]
     fig, axes = new_figure(
         4.2 * len(metrics), 3.0 * len(servers), nrows=len(servers), ncols=len(metrics)
@@ -100,8 +103,8 @@ def sweep_fit_chart(table: pd.DataFrame) -> Figure:
         ax.legend(fontsize=8)
     fig.suptitle(
         _(
-            "ringed: loads the fit did not see; labelled: their error and any other of 10 % or "
-            "more (simulated ÷ measured − 1)"
+            "ringed: loads the fit did not see; labelled: their error and any other of at least "
+            "10 percent (simulated ÷ measured − 1)"
         ),
         fontsize=9,
     )
