@@ -91,3 +91,23 @@ def test_browser_check_compares_readouts_with_computed_values():
     assert agrees({"kind": "select", "text": "h100-sxm"}, "h100-sxm")
     assert agrees({"kind": "checkbox", "checked": False}, False)
     assert browser_check.percentile([10.0, 20.0, 30.0, 40.0], 50) == 25.0
+
+
+def test_browser_check_names_each_disagreement():
+    # The page's readouts against the kernel's echo (.llminfer-computed) and a later cell's value.
+    state = {
+        "shown": {
+            "tpot_ms": {"kind": "slider", "text": "50"},
+            "gpu": {"kind": "select", "text": "h200"},
+        },
+        "computed": json.dumps({"tpot_ms": 100, "gpu": "h200"}),
+    }
+    found = browser_check.disagreements(state, {"tpot_ms": 100}, "after moving: ")
+    assert found == [
+        "after moving: tpot_ms shows {'kind': 'slider', 'text': '50'} but computed 100",
+        "after moving: tpot_ms: a later cell set 100; "
+        "the page shows {'kind': 'slider', 'text': '50'}",
+    ]
+    state["shown"]["tpot_ms"]["text"] = "100"
+    assert browser_check.disagreements(state, {"tpot_ms": 100}) == []
+    assert browser_check.disagreements({"shown": {}, "computed": None}, {}) == []
