@@ -114,6 +114,39 @@ def test_closed_loop_sends_are_spaced_by_the_send_gap():
     assert start.requests["start_ts"].tolist() == [0.0] * 4
 
 
+def test_handoff_steps_hold_a_request_sent_mid_step_for_that_many_step_ends():
+    # two users, the second's request sent 1 ms into the first's prompt step: with
+    # handoff_steps=k the scheduler sees it at the k-th step end after its send (the first
+    # user's prompt, then k - 1 decode steps), as the toy server's event loop hands it over
+    work = replace(WORK, concurrency=2, n_requests=2, send_gap_s=1e-3, output_tokens=16)
+    for k in (0, 1, 3, 5):
+        engine = replace(CONFIG.engine_config(), handoff_steps=k)
+        sim = {**SIM, "engine": engine}
+        result = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **sim)
+        ends = (result.steps["time"] + result.steps["duration_s"]).to_numpy()
+        second = result.requests.iloc[1]
+        assert second["start_ts"] == pytest.approx(1e-3) and ends[0] > 1e-3
+        # k = 0 and 1 alike: it joins the step after the one running when it came
+        assert result.steps["prefill_tokens"].to_numpy()[max(k, 1)] == 128
+        assert second["first_token_ts"] == pytest.approx(ends[max(k, 1)])
+    # the toy server in its real-compute mode holds a request 4 step ends; paced, none
+    assert CONFIG.engine_config().handoff_steps == 4
+    paced = ServeConfig(paced="llama-3.1-8b:h100-sxm:vllm", max_num_seqs=8)
+    assert paced.engine_config().handoff_steps == 0
+
+
+def test_handoff_steps_do_not_delay_a_request_sent_to_an_idle_engine():
+    # one user: every request is sent when the engine has nothing to do, so it starts at once
+    work = replace(WORK, n_requests=3)
+    held = {**SIM, "engine": replace(CONFIG.engine_config(), handoff_steps=6)}
+    at_once = {**SIM, "engine": replace(CONFIG.engine_config(), handoff_steps=0)}
+    a = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **held).requests
+    b = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **at_once).requests
+    assert a["first_token_ts"].tolist() == pytest.approx(b["first_token_ts"].tolist())
+    with pytest.raises(ValueError, match="handoff_steps"):
+        replace(CONFIG.engine_config(), handoff_steps=-1)
+
+
 def test_request_latency_adds_to_ttft_without_costing_a_step():
     one = replace(WORK, n_requests=3)
     base = simulate(one, TOY, TRUE_GPU, profile=TRUE_SM, **SIM)

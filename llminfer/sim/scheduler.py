@@ -89,6 +89,11 @@ class Scheduler:
         self.last_send = -math.inf
         self.last_handled = -math.inf  # when the server finished handling the last request
         self.arrivals = []
+        # Arrived while the engine was busy, not yet handed to the scheduler (handoff_steps):
+        # [step ends still to wait, request]; `steps_seen` counts the step ends so far.
+        self.handoff = engine.handoff_steps
+        self.handing: list[list[int]] = []
+        self.steps_seen = 0
         if workload.closed_loop:
             k = min(workload.concurrency, n)
             for i in range(k):
@@ -211,9 +216,15 @@ class Scheduler:
         chunked = self.cfg.chunked_prefill
         static = self.cfg.policy == "static"
         while self.done < self.n:
+            if self.handoff:
+                self._hand_over()
             while self.arrivals and self.arrivals[0][0] <= self.t:
                 _, i = heapq.heappop(self.arrivals)
-                self.waiting.append(i)
+                if self.handoff > 1 and (self.running or self.waiting):
+                    # it arrived during the step that just ended: one step end already passed
+                    self.handing.append([self.handoff - 1, i])
+                else:
+                    self.waiting.append(i)
             if not self.running and not self.waiting:
                 self.t = self.arrivals[0][0]
                 continue
@@ -223,7 +234,13 @@ class Scheduler:
                 scheduled = self._step_static()
             else:
                 scheduled = self._step_plain()
-            if scheduled and self.decoding and not self.waiting and not self.prefilling:
+            if (
+                scheduled
+                and self.decoding
+                and not self.waiting
+                and not self.prefilling
+                and not self.handing  # its hand-over counts step ends one by one
+            ):
                 self._run_decode_stretch()  # many identical decode steps at once, or
                 self._run_decode_singles()  # the few left before the next event
             if not scheduled:
@@ -234,6 +251,23 @@ class Scheduler:
                     self.t = max(self.t, self.arrivals[0][0])
                     continue
                 raise RuntimeError("scheduler is stuck: no request can be admitted")
+
+    def _hand_over(self) -> None:
+        """Count the step ends since the last call against the requests being handed over
+        (``EngineConfig.handoff_steps``); those done, or all of them when the engine has
+        nothing to run (its loop then turns freely), join the queue in arrival order."""
+        ended, self.steps_seen = len(self.rec_dur) - self.steps_seen, len(self.rec_dur)
+        if not self.handing:
+            return
+        idle = not self.running and not self.waiting
+        still = []
+        for entry in self.handing:
+            entry[0] -= ended
+            if entry[0] <= 0 or idle:
+                self.waiting.append(entry[1])
+            else:
+                still.append(entry)
+        self.handing = still
 
     # The decode shortcuts (llminfer.sim.decodestretch), as methods so that a test can switch
     # them off and compare with the main loop alone.

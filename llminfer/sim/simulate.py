@@ -105,6 +105,13 @@ class EngineConfig:
       vLLM V0's ``max_num_partial_prefills`` / ``max_long_partial_prefills`` are not modelled:
       V1's scheduler never reads them (0.11.0 falls back to V0 when they are set; 0.33.0 no
       longer has them).
+    - ``handoff_steps``: how many step ends a request that arrives while the engine is busy
+      waits before the scheduler sees it (0 = at the next step, as vLLM and llama.cpp, whose
+      HTTP front end runs beside the engine). A server whose engine computes each step inside
+      the event loop that also reads requests gets one loop turn per step, and the front end
+      needs a few turns per request (read, parse, submit): the toy server ``llminfer serve`` in
+      its real-compute mode, measured at 3-4 (``ServeConfig.engine_config``). Requests that
+      arrive while the engine is idle are handed over at once.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -118,6 +125,7 @@ class EngineConfig:
     prefix_caching: bool | None = None
     long_prefill_token_threshold: int = 0
     long_prefill_token_threshold_adaptive: bool = False
+    handoff_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -133,6 +141,7 @@ class EngineConfig:
             seqs = min(1024, self.max_num_batched_tokens) if self.chunked_prefill is True else 256
             object.__setattr__(self, "max_num_seqs", seqs)
         check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("handoff_steps", self.handoff_steps, 0)
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
