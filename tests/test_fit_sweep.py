@@ -143,6 +143,12 @@ def test_handoff_steps_do_not_delay_a_request_sent_to_an_idle_engine():
     a = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **held).requests
     b = simulate(work, TOY, TRUE_GPU, profile=TRUE_SM, **at_once).requests
     assert a["first_token_ts"].tolist() == pytest.approx(b["first_token_ts"].tolist())
+    # 8 users sending together to an idle engine: all 8 prompts are handed over at once
+    together = replace(WORK, concurrency=8, n_requests=8)
+    a = simulate(together, TOY, TRUE_GPU, profile=TRUE_SM, **held)
+    b = simulate(together, TOY, TRUE_GPU, profile=TRUE_SM, **at_once)
+    assert a.requests["first_token_ts"].tolist() == b.requests["first_token_ts"].tolist()
+    assert a.steps["prefill_tokens"].iloc[0] == 4 * 128  # the 512-token budget: 4 prompts
     with pytest.raises(ValueError, match="handoff_steps"):
         replace(CONFIG.engine_config(), handoff_steps=-1)
 

@@ -218,9 +218,11 @@ class Scheduler:
         while self.done < self.n:
             if self.handoff:
                 self._hand_over()
+            # busy before these arrivals: requests that reach an idle engine together all go in
+            busy = bool(self.running or self.waiting)
             while self.arrivals and self.arrivals[0][0] <= self.t:
                 _, i = heapq.heappop(self.arrivals)
-                if self.handoff > 1 and (self.running or self.waiting):
+                if self.handoff > 1 and busy:
                     # it arrived during the step that just ended: one step end already passed
                     self.handing.append([self.handoff - 1, i])
                 else:
