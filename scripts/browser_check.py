@@ -471,8 +471,8 @@ def settled_state(page, explorer, expected: dict, when: str = "", wait_s: float 
     while True:
         state = explorer.evaluate(READ_JS)
         found = disagreements(state, expected, when)
-        rendered = bool(state["shown"]) and (state["picture"] or bool(state["summary"]))
-        if (rendered and not found) or time.monotonic() > stop:
+        state["rendered"] = bool(state["shown"]) and (state["picture"] or bool(state["summary"]))
+        if (state["rendered"] and not found) or time.monotonic() > stop:
             state["problems"] = found
             return state
         page.wait_for_timeout(200)
@@ -487,7 +487,7 @@ def check_explorer(page, explorer, expected: dict, timeout_s: float) -> dict:
     )  # fmt: skip
     record: dict = {
         "explorer": name,
-        "rendered": bool(state["shown"]) and (state["picture"] or bool(state["summary"])),
+        "rendered": state["rendered"],
         "controls": sorted(state["shown"]),
         "problems": list(state["problems"]),
     }

@@ -106,8 +106,9 @@ class EngineConfig:
       V1's scheduler never reads them (0.11.0 falls back to V0 when they are set; 0.33.0 no
       longer has them).
     - ``handoff_steps``: how many step ends a request that arrives while the engine is busy
-      waits before the scheduler sees it (0 = at the next step, as vLLM and llama.cpp, whose
-      HTTP front end runs beside the engine). A server whose engine computes each step inside
+      waits before the scheduler sees it, counting the end of the step it arrived during (0 and
+      1 alike: at the next step, as vLLM and llama.cpp, whose HTTP front end runs beside the
+      engine). A server whose engine computes each step inside
       the event loop that also reads requests gets one loop turn per step, and the front end
       needs a few turns per request (read, parse, submit): the toy server ``llminfer serve`` in
       its real-compute mode, measured at 3-4 (``ServeConfig.engine_config``). Requests that
