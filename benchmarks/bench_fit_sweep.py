@@ -63,7 +63,15 @@ ms). The simulated 2-user TPOT stays 2.51-2.62 ms (measured 3.47) when each simu
 time is multiplied by a seeded log-normal factor of 5, 15 or 30 % (a scratch experiment on
 data/sweeps/toy_small.csv): the simulated users stay in lockstep with or without step-time
 jitter, and the 4-user TPOT, a fitted load, is 21-26 % low in every run, so something the toy
-pays at small batches is missing from the step model. "hand-off" (added after the 01:44 run):
+pays at small batches is missing from the step model. It is the batch-2 decode step: stamped
+inside the toy server (its ``begin_step`` timed by a scratch wrapper, 8 requests per user,
+14:50 UTC), a decode step of 1 running sequence computed in 1.72-1.80 ms, of 2 in 2.90 ms, of 3
+in 3.38 ms and of 4 in 3.14 ms (numpy's single-row matmul is a fast GEMV; two rows or more take
+the GEMM path: the toy's 128 x 512 ``w_gate`` times 1, 2, 4 and 8 rows took 3.4, 17.1, 15.3 and
+20.1 us, one OpenBLAS thread), while the fitted step model, linear in the batch, gives 1.71,
+2.26, 2.82 and 3.38 ms: 22 % low at 2. The event loop's turn between steps took 0.16-0.31 ms at
+every batch.
+"hand-off" (added after the 01:44 run):
 the toy server's engine computes each step inside the asyncio event loop that reads the
 requests, the loop turns once per step, and aiohttp needs about 4 turns to hand a request over,
 so a request sent during a step reaches the engine 4 step ends later. Measured at 08:40 by
