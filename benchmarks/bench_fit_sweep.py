@@ -2,7 +2,8 @@
 closed-loop loads on the toy server (real compute, ``--preset small``) and, when it is built, on
 llama.cpp's ``llama-server`` (tiny random GGUF, ``--parallel 8``); fit on 3 loads with
 ``fit_sweep`` (effective peak FLOP/s and bandwidth, fixed cost per layer per step, GEMM padding,
-KV read rate and the server's per-request handling time ``request_latency_s``, from 3 starts;
+the one-row factor, KV read rate and the server's per-request handling time
+``request_latency_s``, from 3 starts;
 the client's gap between sends, ``send_gap_s``, is measured from the sweep's logs) and predict
 the other 2. For llama-server it also fits the step constants to ``llama-batched-bench`` on the
 same GGUF (``fit_steps``) and only the latency to the sweep: printed as ``info``, not judged.
@@ -51,7 +52,27 @@ run     model                     toy: 2 users | 8 users     llama-server: 2 | 8
 13:58   hand-off (third machine)  -27.7/-16.2 | -8.4/-1.5   -10.1/-5.4 | +17.6/-1.6
 14:18   the same, --per-user 16   -14.2/-17.6 | -12.4/-0.2  -16.0/-1.5 | -19.6/-1.5
 14:21   the same, --per-user 16   +5.6/-29.4 | -3.3/-2.8    -18.4/-0.9 | -14.3/+8.9
+15:52   one-row (fourth machine)  -8.2/+2.5 | -22.8/+6.5    -7.8/+21.8 | -16.3/+33.6
+15:55   the same                  +7.1/-3.1 | -11.2/-3.0    -11.9/-5.5 | -13.7/+16.9
+15:57   the same                  -8.1/-2.8 | +13.3/-21.3   -14.9/+20.0 | -1.3/+6.0
 ======  ========================  =========================  ===========================
+
+"one-row" (added after 14:21): ``StepModel.single_row_matmul_factor`` in the fit (``SWEEP_FIT``),
+the matrix products of a step of one token row as a multiple of the GEMM line. Timed in-process
+(``benchmarks/measure_toy_steps.py``, ``data/measurements/toy_small_steps.csv``, 16:02 UTC), a
+toy decode step takes 1.43 ms with 1 sequence, 2.63 ms with 2, 3.25 ms with 3 and 3.16 ms with
+4; a line in the batch fitted to those steps is 20 % high at 1 and 15 % low at 2, the factor
+brings both within 5 %. The three sweeps of 15:52-15:57, refitted offline without the factor
+(same start, ``measure_machine``'s peaks from their headers), held-out TTFT/TPOT %: toy
+-10.5/-20.1 | -21.2/+9.3, +4.4/-25.7 | -13.0/+1.0, -8.4/-19.4 | -17.3/-0.2; llama-server
+-7.9/+24.5 | -16.4/+33.4, -11.8/+1.9 | +0.3/+10.3, -15.0/+9.3 | +1.0/+5.3. So the factor fixes
+the toy's 2-user TPOT (-19 ... -26 % without, -3 ... +3 % with) and costs llama-server up to 14
+points at a held-out load, within the limit in two of three either way. The fitted factors
+(toy, llama-server) on the four sweeps (15:52, 15:55, 15:57 and the saved 01:44 one): 0.50/1.15,
+0.45/3.02, 0.61/0.05 and 0.06/0.68. The toy's is a GEMV in numpy (the timed steps fit 0.54);
+llama-server's is not a kernel (llama-batched-bench: 0.11, 0.22, 0.40 and 0.87 ms for 1, 2, 4
+and 8 sequences, near proportional) but whatever a lone sequence's step costs differently in a
+sweep, so the fit puts it anywhere.
 
 "final": send gap, serial request latency, ITL in the fit, 3 starts; 01:13* is the 01:13 sweep
 refitted offline with it (a sweep cannot be measured twice). 13:58-14:21 ran on a third,

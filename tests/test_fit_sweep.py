@@ -1,15 +1,18 @@
 """fit_to_sweep: fitted on a sweep simulate itself produced, it recovers the constants and
 predicts the loads it was not fitted on."""
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from llminfer.bench import compare_sweeps, simulate_sweep
 from llminfer.bench.fit import (
     STEP_ARGS,
+    STEP_FIT,
     fit_steps,
     fit_sweep,
     fit_to_sweep,
@@ -19,7 +22,7 @@ from llminfer.bench.fit import (
 from llminfer.bench.llamacpp import batched_bench_steps, read_batched_bench
 from llminfer.cost.calibration import read_measurements
 from llminfer.cost.steptime import step_timer
-from llminfer.plots import sweep_fit_chart
+from llminfer.plots import decode_fit_chart, sweep_fit_chart
 from llminfer.serve import ServeConfig, build_model
 from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
@@ -85,9 +88,48 @@ def test_fit_recovers_constants_and_predicts_held_out_loads():
 
 
 def test_default_fit_predicts_held_out_loads():
-    # five constants from six p50s: padding and fixed cost trade against each other, so only
+    # six constants from nine p50s: padding and fixed cost trade against each other, so only
     # the predictions are checked
     _check_held_out(fit_to_sweep(_sweep([1, 4, 16]), WORK, TOY, NOMINAL, **KWARGS))
+
+
+def test_a_fast_single_row_step_is_fitted_and_the_two_user_load_predicted():
+    # a server whose one-row matmuls are 4x cheaper than its GEMM line (numpy's GEMV): the
+    # 1-user load alone shows it, so a fit without the factor has to bend the line through it
+    sm = replace(TRUE_SM, single_row_matmul_factor=0.25)
+    truth = {"gpu": TRUE_GPU, "sm": sm}
+    fitted = fit_to_sweep(_sweep([1, 4, 16], **truth), WORK, TOY, NOMINAL, **KWARGS)
+    held_out = _sweep([2, 8], **truth)
+    predicted, _ = simulate_sweep(WORK, concurrencies=[2, 8], model=TOY, gpu=fitted, **KWARGS)
+    ratio = predicted["tpot_s_p50"] / held_out["tpot_s_p50"]
+    assert ratio.between(0.95, 1.05).all(), ratio.tolist()
+    assert fitted.step_model.single_row_matmul_factor < 0.6
+
+
+def test_the_toy_servers_measured_steps_need_the_single_row_factor():
+    """The toy server's engine steps timed in-process (data/measurements/toy_small_steps.csv,
+    benchmarks/measure_toy_steps.py, 2026-12-02): a decode step of 1 sequence 1.43 ms, of 2
+    2.63 ms, of 4 3.16 ms. Without the one-row factor the fitted line is 20 % high at 1 and 15 %
+    low at 2; with it both are within 5 % and the rms log error drops from 0.15 to 0.10."""
+    table = read_measurements(str(MEASUREMENTS / "toy_small_steps.csv"))
+    decodes = table[table["kind"] == "decode_graph"].set_index("batch")["ms_median"]
+    assert [round(decodes[b], 2) for b in (1, 2, 4)] == [1.43, 2.63, 3.16]
+    decode_rows = (table["kind"] == "decode_graph").to_numpy()
+    steps = table[list(STEP_ARGS)].to_numpy(dtype=int)
+    errors = {}  # log(predicted / measured) of the decode steps, by batch
+    rms = {}  # over every step, the two prompts included
+    for fit in (tuple(n for n in STEP_FIT if n != "single_row_matmul_factor"), STEP_FIT):
+        fitted = fit_steps(table, TOY, NOMINAL, fit=fit, weight_dtype="fp32", kv_dtype="fp32")
+        timer = step_timer(TOY, fitted, weight_dtype="fp32", kv_dtype="fp32")
+        predicted = np.array([timer(*(int(v) for v in row)) for row in steps])
+        log_error = np.log(predicted / table["measured_s"].to_numpy())
+        rms[len(fit)] = float(np.sqrt(np.mean(log_error**2)))
+        errors[len(fit)] = dict(
+            zip(table["batch"][decode_rows], log_error[decode_rows], strict=True)
+        )
+    assert round(rms[5], 2) == 0.15 and round(rms[6], 2) == 0.10
+    assert [round(100 * math.expm1(errors[5][b])) for b in (1, 2)] == [20, -15]
+    assert all(abs(math.expm1(errors[6][b])) < 0.05 for b in (1, 2))
 
 
 def test_fit_refuses_bad_sweeps():
@@ -103,6 +145,7 @@ def test_fit_refuses_bad_sweeps():
 # --- the client's send gap and the request latency (Workload), fit_sweep, batched-bench -----
 
 FIXTURES = Path(__file__).parent / "fixtures"
+MEASUREMENTS = Path(__file__).parent.parent / "data" / "measurements"
 
 
 def test_closed_loop_sends_are_spaced_by_the_send_gap():
@@ -342,3 +385,27 @@ def test_sweep_fit_chart_draws_each_server_and_rings_the_held_out_loads():
     assert [t.get_text() for t in sweep_fit_chart(low).axes[0].texts] == ["−32 %"] * 3  # U+2212
     with pytest.raises(ValueError, match="lacks"):
         sweep_fit_chart(rows[0].drop(columns="part"))
+
+
+def test_decode_fit_chart_draws_each_model_beside_the_measured_steps():
+    table = pd.DataFrame(
+        {
+            "batch": [4, 1, 2],
+            "measured_ms": [3.2, 1.4, 2.6],
+            "line_ms": [3.3, 1.7, 2.2],
+            "one-row_ms": [3.2, 1.4, 2.7],
+        }
+    )
+    fig = decode_fit_chart(table)
+    (ax,) = fig.axes
+    line, one_row, dots = ax.lines
+    assert list(dots.get_xdata()) == [1, 2, 4]  # sorted by batch
+    assert list(dots.get_ydata()) == pytest.approx([1.4, 2.6, 3.2])
+    assert list(line.get_ydata()) == pytest.approx([1.7, 2.2, 3.3])
+    assert list(one_row.get_ydata()) == pytest.approx([1.4, 2.7, 3.2])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["line", "one-row", "measured"]
+    assert ax.get_ylim()[0] == 0 and ax.get_xlabel() == "sequences decoded together (batch)"
+    with pytest.raises(ValueError, match="at least one"):
+        decode_fit_chart(table[["batch", "measured_ms"]])
+    with pytest.raises(ValueError, match="lacks"):
+        decode_fit_chart(table.drop(columns="batch"))

@@ -234,6 +234,8 @@ KERNEL_CASES = [
     ("llama-3.1-70b", "h100-sxm", 4, "fp8", PROFILES["vllm"]),
     ("gemma-2-9b", "h200", 1, "bf16", PROFILES["vllm"]),
     ("deepseek-v3", "h200", 8, "fp8", PROFILES["vllm"]),
+    ("llama-3.1-8b", "h200", 1, "bf16", replace(H200_REFERENCE, single_row_matmul_factor=0.3)),
+    ("mixtral-8x7b-v0.1", "h200", 1, "bf16", replace(H200_REFERENCE, single_row_matmul_factor=2)),
 ]
 
 
@@ -390,6 +392,28 @@ def test_step_model_rejects_bad_constants():
         replace(H200_REFERENCE, layer_overhead_s=float("nan"))
     with pytest.raises(ValueError, match="step_model="):
         replace(H200, step_model="fast")
+    with pytest.raises(ValueError, match=r"single_row_matmul_factor=0\b"):
+        replace(H200_REFERENCE, single_row_matmul_factor=0)
+
+
+def test_the_single_row_factor_scales_only_a_one_row_steps_matmuls():
+    from llminfer.cost.steptime import step_terms
+
+    timer = StepTimer(LLAMA8, H200)
+    costs = timer._costs
+    fast = replace(H200_REFERENCE, single_row_matmul_factor=0.25)
+    for tokens, expected in ((1, 0.25), (2, 1.0), (64, 1.0)):
+        parts = costs.parts(0, 0, tokens, tokens * 500, 0, 0.0)
+        plain = step_terms(parts, H200, timer.compute_dtype, H200_REFERENCE)
+        scaled = step_terms(parts, H200, timer.compute_dtype, fast)
+        assert scaled["matmul"] == pytest.approx(expected * plain["matmul"], rel=1e-12)
+        assert {k: v for k, v in scaled.items() if k != "matmul"} == {
+            k: v for k, v in plain.items() if k != "matmul"
+        }
+    # one prompt token is one row too
+    parts = costs.parts(1, 1, 0, 0, 0, 0.0)
+    plain = step_terms(parts, H200, timer.compute_dtype, H200_REFERENCE)["matmul"]
+    assert step_terms(parts, H200, timer.compute_dtype, fast)["matmul"] == 0.25 * plain
 
 
 def test_measure_gpu_steps_exits_cleanly_without_torch_or_gpu():

@@ -21,9 +21,12 @@ The timings only ever see the product ``efficiency × peak``. So by default the 
 matmul, attention and bandwidth efficiencies to 1 and fits the *effective* peaks themselves
 (``"peak_flops"`` for the weights' compute format, ``"memory_bandwidth"``), unbounded above,
 with the fixed cost per layer per step (``"layer_overhead_s"``), the GEMM padding
-(``"matmul_pad_tokens"``) and the KV read rate as a fraction of the fitted bandwidth
-(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — five step constants, and
-``fit_sweep``'s request latency a sixth, from the nine p50s (TTFT, TPOT, ITL) of a sweep of
+(``"matmul_pad_tokens"``), what a step of one token row pays for its matrix products against
+that GEMM line (``"single_row_matmul_factor"``: a one-row product is a matrix-vector product,
+which numpy and BLAS libraries run by a faster kernel, so a 1-user decode step says little about
+a 2-user one) and the KV read rate as a fraction of the fitted bandwidth
+(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — six step constants, and
+``fit_sweep``'s request latency a seventh, from the nine p50s (TTFT, TPOT, ITL) of a sweep of
 three loads: few degrees of freedom left, so the held-out loads are the test. The constants
 trade off against each other (a longer fit can land on very different peaks with the same
 predictions): read the step times they give (``step_timer`` on the fitted GPU), not the
@@ -58,15 +61,19 @@ from llminfer.specs.models import Model
 from llminfer.specs.stepmodel import StepModel, get_profile
 
 #: What ``fit_to_sweep`` fits unless told otherwise: the effective peaks, the fixed cost per
-#: layer per step, the GEMM padding (how much more a batch of 8 costs than 1) and the KV read
-#: rate as a fraction of the fitted bandwidth (the per-sequence cost of a decode step: on the
-#: toy server and llama-server on a CPU a decode step's time grows almost in proportion to the
-#: batch, which the weight-streaming terms alone cannot give).
+#: layer per step, the GEMM padding (how much more a batch of 8 costs than 1), the one-row
+#: matmul factor (the toy server's numpy decode step, stamped inside the server on 2026-12-02,
+#: took 1.72-1.80 ms for 1 sequence, 2.90 ms for 2 and 3.14 ms for 4: a line through 1 and 4
+#: is 22 % low at 2, see ``benchmarks/bench_fit_sweep.py``) and the KV read rate as a fraction
+#: of the fitted bandwidth (the per-sequence cost of a decode step: on the toy server and
+#: llama-server on a CPU a decode step's time grows almost in proportion to the batch, which
+#: the weight-streaming terms alone cannot give).
 SWEEP_FIT = (
     "peak_flops",
     "memory_bandwidth",
     "layer_overhead_s",
     "matmul_pad_tokens",
+    "single_row_matmul_factor",
     "kv_bandwidth_efficiency",
 )
 #: What ``fit_sweep`` fits unless told otherwise: ``SWEEP_FIT`` and the workload's
@@ -313,7 +320,8 @@ class SweepFit:
 
 
 #: What ``fit_steps`` fits unless told otherwise: the effective peaks, the fixed cost per
-#: layer per step, the GEMM padding and the KV read rate (as ``SWEEP_FIT``).
+#: layer per step, the GEMM padding, the one-row matmul factor and the KV read rate (as
+#: ``SWEEP_FIT``).
 STEP_FIT = SWEEP_FIT
 
 
@@ -334,7 +342,8 @@ def fit_steps(
     ``llminfer.bench.llamacpp.batched_bench_steps`` turns a ``llama-batched-bench`` run into
     one). ``gpu``: the starting point (``measure_machine()``); ``fit``: ``STEP_FIT`` (the
     effective ``"peak_flops"`` and ``"memory_bandwidth"`` with every efficiency set to 1,
-    ``layer_overhead_s``, ``matmul_pad_tokens``, ``kv_bandwidth_efficiency``) or any
+    ``layer_overhead_s``, ``matmul_pad_tokens``, ``single_row_matmul_factor``,
+    ``kv_bandwidth_efficiency``) or any
     ``StepModel`` constants; ``start``: the profile the other constants come from. Minimises
     the squared log ratio predicted ÷ measured step time (every step weighs the same).
 

@@ -53,6 +53,7 @@ class StepKernel:
         self.p = p = sm.overlap_exponent
         self.inv_p = 1 / p
         self.pad = sm.matmul_pad_tokens
+        self.single_row = sm.single_row_matmul_factor
         self.pm = peak * sm.matmul_efficiency
         self.bww = bw * sm.weight_bandwidth_efficiency
         self.bk = bw * sm.kv_bandwidth_efficiency
@@ -78,7 +79,10 @@ class StepKernel:
             twp = (weights / self.bww) ** p
         else:
             twp = self.twp
-        return (t_mm**p + twp) ** self.inv_p
+        matmul = (t_mm**p + twp) ** self.inv_p
+        if tokens == 1 and self.single_row != 1:  # as steptime._terms: a one-row product
+            matmul = matmul * self.single_row
+        return matmul
 
     def __call__(self, pt: int, pa: int, ds: int, dc: int, pc: int = 0) -> float:
         """Seconds of one step (``StepTimer.__call__``'s arguments)."""

@@ -14,7 +14,9 @@ NVIDIA H200 (``data/measurements/``), take 1.2–3× that floor, for reasons a r
   ``layer_overhead_s`` per layer holds it (so it scales with ``n_layers``).
 - **Matrix multiplies reach a fraction of peak, less with few tokens.** A GEMM over ``T`` token
   rows computes in tiles of 64–128 rows, so a step of ``T`` tokens costs as if it had
-  ``T + matmul_pad_tokens`` rows, at ``matmul_efficiency`` of peak FLOP/s.
+  ``T + matmul_pad_tokens`` rows, at ``matmul_efficiency`` of peak FLOP/s. One row (a decode
+  step of one sequence) is a matrix-vector product, which libraries run by another kernel:
+  ``single_row_matmul_factor`` scales that step's matmul time (1 on the H200 profiles).
 - **Weight streaming and tensor-core work overlap only partly.** Near the ridge point a GEMM is
   neither purely memory- nor compute-bound: ``(t_compute^p + t_memory^p)^(1/p)`` with
   ``p = overlap_exponent`` replaces ``max`` (p → ∞ gives the roofline's hard max, p = 1 no
@@ -79,6 +81,8 @@ def _terms(parts: StepParts, peak: float, bw: float, sm_count, sm: StepModel) ->
     t_mm = parts.linear_flops * (1 + sm.matmul_pad_tokens / tokens) / (peak * sm.matmul_efficiency)
     t_w = parts.weight_bytes / (bw * sm.weight_bandwidth_efficiency)
     matmul = (t_mm**p + t_w**p) ** (1 / p)
+    if tokens == 1 and sm.single_row_matmul_factor != 1:  # one row: a matrix-vector kernel
+        matmul = matmul * sm.single_row_matmul_factor
     # Decode attention: KV reads at a bandwidth limited by the blocks the kernel can spread.
     share = bandwidth_share(
         parts.decode_seqs, parts.kv_heads, parts.decode_context_tokens, sm_count, sm

@@ -9,7 +9,7 @@ from llminfer.plots.logs import (
     request_anatomy,
     request_timeline,
 )
-from llminfer.plots.measure import sweep_fit_chart
+from llminfer.plots.measure import decode_fit_chart, sweep_fit_chart
 from llminfer.plots.memory import concurrency_curve, memory_bar
 from llminfer.plots.moe import ep_sweep_chart, experts_touched_chart
 from llminfer.plots.roofline import (
@@ -43,6 +43,7 @@ __all__ = [
     "chunk_size_tradeoff",
     "concurrency_curve",
     "decode_batch_chart",
+    "decode_fit_chart",
     "disaggregation_bars",
     "ep_sweep_chart",
     "experts_touched_chart",

@@ -109,3 +109,30 @@ def sweep_fit_chart(table: pd.DataFrame) -> Figure:
         fontsize=9,
     )
     return fig
+
+
+def decode_fit_chart(table: pd.DataFrame, title: str = "") -> Figure:
+    """Timed decode steps against the batch, beside step models fitted to them: ``table`` has
+    ``batch`` (sequences in the step), ``measured_ms`` and one ``<label>_ms`` column per fitted
+    model (ms, linear axes, so a step of one sequence that falls off the line through the
+    others shows as a kink). Measured as black dots, each model as a line.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    require_columns(table, ["batch", "measured_ms"])
+    models = [c for c in table.columns if c.endswith("_ms") and c != "measured_ms"]
+    if not models:
+        raise ValueError("table needs at least one <label>_ms column of a fitted model")
+    data = table.sort_values("batch")
+    fig, ax = new_figure(6.0, 3.6)
+    for i, column in enumerate(models):
+        ax.plot(data["batch"], data[column], "-", color=f"C{i}", label=column[: -len("_ms")])
+    ax.plot(data["batch"], data["measured_ms"], "o", color="black", ms=5, label=_("measured"))
+    ax.set_xticks(list(data["batch"]))
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(_("sequences decoded together (batch)"))
+    ax.set_ylabel(_("one decode step (ms)"))
+    ax.legend(fontsize=8)
+    ax.set_title(title or _("Decode steps: measured (dots) and fitted (lines)"), fontsize=10)
+    return fig

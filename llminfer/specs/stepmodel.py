@@ -36,6 +36,13 @@ class StepModel:
       reach with many tokens in the step.
     - ``matmul_pad_tokens``: tokens a GEMM behaves as if it had in addition (tile padding and
       partly idle SMs with few rows), tokens.
+    - ``single_row_matmul_factor``: the weights' matmul time of a step with exactly one token
+      row (a decode step of one sequence), as a multiple of what the GEMM terms give; 1 (the
+      default) when one row costs what the padding rule says. A one-row product is a
+      matrix-vector product, and libraries run it by another kernel: numpy/OpenBLAS's GEMV
+      (the toy server's ``w_gate``, 128 x 512: 3.4 us for one row, 17.1 for two, 15.3 for four,
+      one thread, measured 2026-12-02), llama.cpp's and cuBLAS's GEMV paths. Below 1 when that
+      kernel is faster than the GEMM line through larger batches; > 0.
     - ``weight_bandwidth_efficiency``: fraction of peak bandwidth when streaming weights and
       activations (a large device-to-device copy reaches about this).
     - ``overlap_exponent``: p of the smooth maximum ``(a^p + b^p)^(1/p)`` of a GEMM's compute and
@@ -77,6 +84,7 @@ class StepModel:
     layer_overhead_s: float
     kv_split_tokens: float = 0.0
     max_kv_splits: int = 0
+    single_row_matmul_factor: float = 1.0
     host_decode_s_per_layer: float = 0.0
     host_prefill_s_per_layer: float = 0.0
     execution: str = "graph"
@@ -100,6 +108,10 @@ class StepModel:
         for name in ("overlap_exponent", "activation_traffic_factor"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 1")
+        if self.single_row_matmul_factor <= 0:
+            raise ValueError(
+                f"single_row_matmul_factor={self.single_row_matmul_factor!r} must be > 0"
+            )
         if self.attention_blocks_per_sm <= 0:
             raise ValueError(
                 f"attention_blocks_per_sm={self.attention_blocks_per_sm!r} must be > 0"
