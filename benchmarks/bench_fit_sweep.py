@@ -2,7 +2,7 @@
 closed-loop loads on the toy server (real compute, ``--preset small``) and, when it is built, on
 llama.cpp's ``llama-server`` (tiny random GGUF, ``--parallel 8``); fit on 3 loads with
 ``fit_sweep`` (effective peak FLOP/s and bandwidth, fixed cost per layer per step, GEMM padding,
-the one-row factor, KV read rate and the server's per-request handling time
+KV read rate, on the toy server the one-row factor, and the server's per-request handling time
 ``request_latency_s``, from 3 starts;
 the client's gap between sends, ``send_gap_s``, is measured from the sweep's logs) and predict
 the other 2. For llama-server it also fits the step constants to ``llama-batched-bench`` on the
@@ -55,10 +55,15 @@ run     model                     toy: 2 users | 8 users     llama-server: 2 | 8
 15:52   one-row (fourth machine)  -8.2/+2.5 | -22.8/+6.5    -7.8/+21.8 | -16.3/+33.6
 15:55   the same                  +7.1/-3.1 | -11.2/-3.0    -11.9/-5.5 | -13.7/+16.9
 15:57   the same                  -8.1/-2.8 | +13.3/-21.3   -14.9/+20.0 | -1.3/+6.0
+16:31   one-row on the toy only   +12.2/-3.6 | -15.2/-1.2   -13.7/-0.5 | -7.4/+5.6
+16:32   the same                  +29.8/-17.5 | -11.2/+12.7  -15.7/-1.1 | +13.1/-3.2
+16:34   the same                  -5.2/-17.0 | -9.0/+16.8    +3.0/+11.1 | +8.4/+6.7
 ======  ========================  =========================  ===========================
 
-"one-row" (added after 14:21): ``StepModel.single_row_matmul_factor`` in the fit (``SWEEP_FIT``),
-the matrix products of a step of one token row as a multiple of the GEMM line. Timed in-process
+"one-row" (added after 14:21): ``StepModel.single_row_matmul_factor`` in the fit, the matrix
+products of a step of one token row as a multiple of the GEMM line; fitted on both servers at
+15:52-15:57, on the toy only (``ONE_ROW_FIT``) from 16:31, because llama-server's timed steps
+show no kink and the factor only moved its errors (below). Timed in-process
 (``benchmarks/measure_toy_steps.py``, ``data/measurements/toy_small_steps.csv``, 16:02 UTC), a
 toy decode step takes 1.43 ms with 1 sequence, 2.63 ms with 2, 3.25 ms with 3 and 3.16 ms with
 4; a line in the batch fitted to those steps is 20 % high at 1 and 15 % low at 2, the factor
@@ -72,7 +77,9 @@ points at a held-out load, within the limit in two of three either way. The fitt
 0.45/3.02, 0.61/0.05 and 0.06/0.68. The toy's is a GEMV in numpy (the timed steps fit 0.54);
 llama-server's is not a kernel (llama-batched-bench: 0.11, 0.22, 0.40 and 0.87 ms for 1, 2, 4
 and 8 sequences, near proportional) but whatever a lone sequence's step costs differently in a
-sweep, so the fit puts it anywhere.
+sweep, so the fit puts it anywhere. On the saved 01:44 sweeps (notebook 08's quick fit) the
+factor trades: toy 2-user TPOT -25.8 -> +4.7 %, 8-user TTFT -6.7 -> -22.0 %, llama-server 2-user
+TPOT +11.5 -> +22.4 %; held at the timed steps' 0.54 the toy's 8-user TTFT is -25.3 %.
 
 "final": send gap, serial request latency, ITL in the fit, 3 starts; 01:13* is the 01:13 sweep
 refitted offline with it (a sweep cannot be measured twice). 13:58-14:21 ran on a third,
@@ -137,7 +144,13 @@ import numpy as np
 import pandas as pd
 
 from llminfer.bench import compare_sweeps, sweep_server
-from llminfer.bench.fit import fit_steps, fit_sweep, measured_send_gap_s
+from llminfer.bench.fit import (
+    ONE_ROW_FIT,
+    SWEEP_LATENCY_FIT,
+    fit_steps,
+    fit_sweep,
+    measured_send_gap_s,
+)
 from llminfer.bench.llamacpp import (
     LlamaServer,
     batched_bench_steps,
@@ -186,7 +199,7 @@ def write_sweep(path, measured, workload, per_user, repeats, server, machine) ->
 
 def fit_and_predict(name, url, served_model, workload, model, machine, fit_loads, held_out,
                     per_user, sim_kwargs, bench_kwargs, save=None, save_name="sweep",
-                    repeats=3):  # fmt: skip
+                    repeats=3, fit=SWEEP_LATENCY_FIT):  # fmt: skip
     loads = sorted(set(fit_loads) | set(held_out))
     # the whole sweep `repeats` times, one after another, the median of each p50: a busy shared
     # machine moves single sweeps by tens of per cent
@@ -208,7 +221,7 @@ def fit_and_predict(name, url, served_model, workload, model, machine, fit_loads
     measured = measured.set_index("concurrency")
     result = fit_sweep(
         measured.loc[fit_loads].reset_index(), workload, model, machine,
-        requests_per_user=per_user, **sim_kwargs,
+        fit=fit, requests_per_user=per_user, **sim_kwargs,
     )  # fmt: skip
     fitted = result.gpu
     predicted = result.predict(concurrencies=loads).set_index("concurrency")
@@ -306,6 +319,10 @@ def main() -> int:
             {"warmup": 4},
             args.save,
             "toy_small",
+            # numpy's one-row matmul is a GEMV: the toy's timed steps show the kink
+            # (benchmarks/measure_toy_steps.py), so its factor is fitted; llama-server's
+            # batched-bench steps show none, so its stays at 1
+            fit=(*SWEEP_LATENCY_FIT, *ONE_ROW_FIT),
         )
         tables.append(table)
 

@@ -11,8 +11,10 @@ import pytest
 
 from llminfer.bench import compare_sweeps, simulate_sweep
 from llminfer.bench.fit import (
+    ONE_ROW_FIT,
     STEP_ARGS,
     STEP_FIT,
+    SWEEP_FIT,
     fit_steps,
     fit_sweep,
     fit_to_sweep,
@@ -88,7 +90,7 @@ def test_fit_recovers_constants_and_predicts_held_out_loads():
 
 
 def test_default_fit_predicts_held_out_loads():
-    # six constants from nine p50s: padding and fixed cost trade against each other, so only
+    # five constants from nine p50s: padding and fixed cost trade against each other, so only
     # the predictions are checked
     _check_held_out(fit_to_sweep(_sweep([1, 4, 16]), WORK, TOY, NOMINAL, **KWARGS))
 
@@ -98,7 +100,8 @@ def test_a_fast_single_row_step_is_fitted_and_the_two_user_load_predicted():
     # 1-user load alone shows it, so a fit without the factor has to bend the line through it
     sm = replace(TRUE_SM, single_row_matmul_factor=0.25)
     truth = {"gpu": TRUE_GPU, "sm": sm}
-    fitted = fit_to_sweep(_sweep([1, 4, 16], **truth), WORK, TOY, NOMINAL, **KWARGS)
+    fit = (*SWEEP_FIT, *ONE_ROW_FIT)
+    fitted = fit_to_sweep(_sweep([1, 4, 16], **truth), WORK, TOY, NOMINAL, fit=fit, **KWARGS)
     held_out = _sweep([2, 8], **truth)
     predicted, _ = simulate_sweep(WORK, concurrencies=[2, 8], model=TOY, gpu=fitted, **KWARGS)
     ratio = predicted["tpot_s_p50"] / held_out["tpot_s_p50"]
@@ -118,7 +121,7 @@ def test_the_toy_servers_measured_steps_need_the_single_row_factor():
     steps = table[list(STEP_ARGS)].to_numpy(dtype=int)
     errors = {}  # log(predicted / measured) of the decode steps, by batch
     rms = {}  # over every step, the two prompts included
-    for fit in (tuple(n for n in STEP_FIT if n != "single_row_matmul_factor"), STEP_FIT):
+    for fit in (STEP_FIT, (*STEP_FIT, *ONE_ROW_FIT)):
         fitted = fit_steps(table, TOY, NOMINAL, fit=fit, weight_dtype="fp32", kv_dtype="fp32")
         timer = step_timer(TOY, fitted, weight_dtype="fp32", kv_dtype="fp32")
         predicted = np.array([timer(*(int(v) for v in row)) for row in steps])

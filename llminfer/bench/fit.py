@@ -21,13 +21,14 @@ The timings only ever see the product ``efficiency × peak``. So by default the 
 matmul, attention and bandwidth efficiencies to 1 and fits the *effective* peaks themselves
 (``"peak_flops"`` for the weights' compute format, ``"memory_bandwidth"``), unbounded above,
 with the fixed cost per layer per step (``"layer_overhead_s"``), the GEMM padding
-(``"matmul_pad_tokens"``), what a step of one token row pays for its matrix products against
-that GEMM line (``"single_row_matmul_factor"``: a one-row product is a matrix-vector product,
-which numpy and BLAS libraries run by a faster kernel, so a 1-user decode step says little about
-a 2-user one) and the KV read rate as a fraction of the fitted bandwidth
-(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — six step constants, and
-``fit_sweep``'s request latency a seventh, from the nine p50s (TTFT, TPOT, ITL) of a sweep of
-three loads: few degrees of freedom left, so the held-out loads are the test. The constants
+(``"matmul_pad_tokens"``) and the KV read rate as a fraction of the fitted bandwidth
+(``"kv_bandwidth_efficiency"``, the per-sequence cost of decode) — five step constants, and
+``fit_sweep``'s request latency a sixth, from the nine p50s (TTFT, TPOT, ITL) of a sweep of
+three loads: few degrees of freedom left, so the held-out loads are the test. Add
+``"single_row_matmul_factor"`` (``ONE_ROW_FIT``) for a server whose steps of one token row take
+another kernel, as numpy's one-row matmul is a GEMV: time its steps first (the toy server:
+``benchmarks/measure_toy_steps.py``; llama.cpp: ``llama-batched-bench``) and fit the factor only
+where they show the kink, since a fit free to use it will, kink or not. The constants
 trade off against each other (a longer fit can land on very different peaks with the same
 predictions): read the step times they give (``step_timer`` on the fitted GPU), not the
 peaks. Any other ``StepModel`` constant may be named in ``fit=`` (fractions stay fractions,
@@ -61,21 +62,24 @@ from llminfer.specs.models import Model
 from llminfer.specs.stepmodel import StepModel, get_profile
 
 #: What ``fit_to_sweep`` fits unless told otherwise: the effective peaks, the fixed cost per
-#: layer per step, the GEMM padding (how much more a batch of 8 costs than 1), the one-row
-#: matmul factor (the toy server's numpy decode step, stamped inside the server on 2026-12-02,
-#: took 1.72-1.80 ms for 1 sequence, 2.90 ms for 2 and 3.14 ms for 4: a line through 1 and 4
-#: is 22 % low at 2, see ``benchmarks/bench_fit_sweep.py``) and the KV read rate as a fraction
-#: of the fitted bandwidth (the per-sequence cost of a decode step: on the toy server and
-#: llama-server on a CPU a decode step's time grows almost in proportion to the batch, which
-#: the weight-streaming terms alone cannot give).
+#: layer per step, the GEMM padding (how much more a batch of 8 costs than 1) and the KV read
+#: rate as a fraction of the fitted bandwidth (the per-sequence cost of a decode step: on the
+#: toy server and llama-server on a CPU a decode step's time grows almost in proportion to the
+#: batch, which the weight-streaming terms alone cannot give).
 SWEEP_FIT = (
     "peak_flops",
     "memory_bandwidth",
     "layer_overhead_s",
     "matmul_pad_tokens",
-    "single_row_matmul_factor",
     "kv_bandwidth_efficiency",
 )
+#: The one-row factor, to add to a fit (``fit=(*SWEEP_LATENCY_FIT, *ONE_ROW_FIT)``) for a server
+#: whose one-row steps take another kernel. The toy server's numpy decode steps, timed
+#: in-process on 2026-12-02 (``data/measurements/toy_small_steps.csv``): 1.43 ms for 1 sequence,
+#: 2.63 ms for 2, 3.16 ms for 4, where a line in the batch fitted to them is 20 % high at 1 and
+#: 15 % low at 2; llama-batched-bench's decode steps of the tiny GGUF grow in proportion to the
+#: batch (no kink: leave the factor at 1). See ``benchmarks/bench_fit_sweep.py``.
+ONE_ROW_FIT = ("single_row_matmul_factor",)
 #: What ``fit_sweep`` fits unless told otherwise: ``SWEEP_FIT`` and the workload's
 #: ``request_latency_s`` (a request's time outside the engine: HTTP, parsing, tokenizing).
 SWEEP_LATENCY_FIT = (*SWEEP_FIT, "request_latency_s")
@@ -320,8 +324,8 @@ class SweepFit:
 
 
 #: What ``fit_steps`` fits unless told otherwise: the effective peaks, the fixed cost per
-#: layer per step, the GEMM padding, the one-row matmul factor and the KV read rate (as
-#: ``SWEEP_FIT``).
+#: layer per step, the GEMM padding and the KV read rate (as ``SWEEP_FIT``; add
+#: ``ONE_ROW_FIT`` where the timed steps show a one-row kink).
 STEP_FIT = SWEEP_FIT
 
 
@@ -342,8 +346,8 @@ def fit_steps(
     ``llminfer.bench.llamacpp.batched_bench_steps`` turns a ``llama-batched-bench`` run into
     one). ``gpu``: the starting point (``measure_machine()``); ``fit``: ``STEP_FIT`` (the
     effective ``"peak_flops"`` and ``"memory_bandwidth"`` with every efficiency set to 1,
-    ``layer_overhead_s``, ``matmul_pad_tokens``, ``single_row_matmul_factor``,
-    ``kv_bandwidth_efficiency``) or any
+    ``layer_overhead_s``, ``matmul_pad_tokens``, ``kv_bandwidth_efficiency``; with
+    ``ONE_ROW_FIT`` added, ``single_row_matmul_factor`` too) or any
     ``StepModel`` constants; ``start``: the profile the other constants come from. Minimises
     the squared log ratio predicted ÷ measured step time (every step weighs the same).
 
