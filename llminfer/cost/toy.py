@@ -86,11 +86,15 @@ class ToyModel:
         rng = np.random.default_rng(seed)
 
         def w(fan_in: int, fan_out: int) -> np.ndarray:
-            scale = fan_in**-0.5
-            return (rng.standard_normal((fan_in, fan_out), np.float32) * scale).astype(self.dtype)
+            # scaled in place and not copied when the dtype is float32: the same numbers without
+            # two more arrays of the matrix's size (half a second of a 155M-parameter toy's start)
+            weights = rng.standard_normal((fan_in, fan_out), np.float32)
+            weights *= fan_in**-0.5
+            return weights.astype(self.dtype, copy=False)
 
         h, d, inter = c.hidden_size, c.head_dim, c.intermediate_size
-        self.embed = rng.standard_normal((c.vocab_size, h), np.float32).astype(self.dtype)
+        embed = rng.standard_normal((c.vocab_size, h), np.float32)
+        self.embed = embed.astype(self.dtype, copy=False)
         self.layers = [
             {
                 "attn_norm": np.ones(h, self.dtype),
