@@ -58,6 +58,7 @@ run     model                     toy: 2 users | 8 users     llama-server: 2 | 8
 16:31   one-row on the toy only   +12.2/-3.6 | -15.2/-1.2   -13.7/-0.5 | -7.4/+5.6
 16:32   the same                  +29.8/-17.5 | -11.2/+12.7  -15.7/-1.1 | +13.1/-3.2
 16:34   the same                  -5.2/-17.0 | -9.0/+16.8    +3.0/+11.1 | +8.4/+6.7
+17:23   the same                  -0.2/+4.2 | +0.3/-12.1    -18.3/-4.8 | -6.4/+18.4
 ======  ========================  =========================  ===========================
 
 "one-row" (added after 14:21): ``StepModel.single_row_matmul_factor`` in the fit, the matrix
@@ -231,7 +232,7 @@ def fit_and_predict(name, url, served_model, workload, model, machine, fit_loads
         f"{fitted.fp32_flops / 1e9:.2f} GFLOP/s effective (numpy measured "
         f"{machine.fp32_flops / 1e9:.1f}), {fitted.memory_bandwidth / 1e9:.2f} GB/s effective "
         f"(numpy {machine.memory_bandwidth / 1e9:.1f}), {sm.layer_overhead_s * 1e6:.0f} us per "
-        f"layer per step; {sm.source}"
+        f"layer per step, one-row factor {sm.single_row_matmul_factor:.2f}; {sm.source}"
     )
     return compare(name, measured, predicted, loads, fit_loads), measured, workload
 
