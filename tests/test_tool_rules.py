@@ -31,6 +31,15 @@ LIVE = [
     ("vllm_0_33_bench_serve_with_errors.json", None, None),
     ("aiperf_0_13_with_errors/profile_export.jsonl", None, None),
     ("aiperf_0_13_with_errors/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    # made on 2026-12-03: a Poisson rate, a GuideLLM sweep, AIPerf at a request rate and for a
+    # duration on /v1/completions, prompt and answer lengths varied
+    ("guidellm_0_8_1_poisson_varied_lengths_benchmarks.json.gz", None, None),
+    *(("guidellm_0_8_1_sweep_benchmarks.json.gz", None, i) for i in range(4)),
+    *(
+        (f"aiperf_0_13_{run}/profile_export.jsonl", summary, None)
+        for run in ("request_rate", "completions_duration")
+        for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
+    ),
 ]
 
 
