@@ -377,11 +377,22 @@ def parse_engine(text: str):
 def _diagnose(args: argparse.Namespace) -> int:
     from llminfer.diagnose.run import diagnose
     from llminfer.diagnose.scrape import read_scrape
-    from llminfer.specs.describe import resolve_gpu, resolve_model
+    from llminfer.specs.describe import llama_props, llama_slots, resolve_gpu, resolve_model
 
     slo = parse_slo(args.slo) if args.slo else None
     engine = parse_engine(args.engine) if args.engine is not None else None
     model = resolve_model(args.model) if args.model else None
+    engine_note = None
+    if engine is None and args.model and args.model.startswith(("http://", "https://")):
+        # a llama-server: its /props says how many slots it runs, which tells a queue for
+        # slots from prompts sent together (what `--engine parallel=N` would say)
+        props_url, props = llama_props(args.model)
+        slots = llama_slots(props)
+        if slots is not None:
+            engine = parse_engine(f"parallel={slots}")
+            engine_note = _("engine: {slots} slots (--parallel), read from {url}").format(
+                slots=slots, url=props_url
+            )
     gpu = resolve_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
@@ -406,9 +417,12 @@ def _diagnose(args: argparse.Namespace) -> int:
         engine_kind=args.server_kind,
     )
     if args.json:
-        print(json.dumps({"source": str(log.source), **report.to_dict()}, indent=2))
+        extra = {"engine_from": engine_note} if engine_note else {}
+        print(json.dumps({"source": str(log.source), **extra, **report.to_dict()}, indent=2))
     else:
         print(_source_line(log.source))
+        if engine_note:
+            print(engine_note)
         print(report)
     return DIAGNOSE_EXIT[report.verdict]
 
@@ -434,7 +448,8 @@ def register_diagnose(subparsers) -> None:
     parser.add_argument(
         "--model",
         help="model preset (e.g. llama-3.1-8b; see models), a Hugging Face config.json (or its "
-        "folder), a .gguf file, or a llama-server URL whose /props names its GGUF (with --gpu)",
+        "folder), a .gguf file, or a llama-server URL whose /props names its GGUF and its "
+        "slots (with --gpu; the slots stand for --engine parallel=N unless --engine is given)",
     )
     parser.add_argument(
         "--gpu",

@@ -9,6 +9,8 @@ import pytest
 from llminfer.diagnose.scrape import combine, read_scrape
 from llminfer.specs.describe import (
     gpu_from_spec,
+    llama_props,
+    llama_slots,
     model_from_hf_config,
     resolve_gpu,
     resolve_model,
@@ -117,3 +119,40 @@ def test_gguf_model_reads_back_its_shape_and_exact_parameter_count(tmp_path):
     with pytest.raises(ValueError, match="not a readable GGUF"):
         (tmp_path / "bad.gguf").write_bytes(b"GGUF nonsense")
         resolve_model(str(tmp_path / "bad.gguf"))
+
+
+def test_llama_props_and_slots_from_a_server_on_loopback():
+    """/props as llama.cpp 0.3.36's llama-server answers it (--parallel 3: total_slots 3), from a
+    stand-in server on 127.0.0.1; then what a bad answer or no server gives."""
+    import http.server
+    import threading
+
+    answers = {"/props": {"total_slots": 3, "model_path": "/x.gguf"}, "/v2/props": [1, 2]}
+
+    class Props(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(answers.get(self.path, {})).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Props)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        for url in (base, base + "/v1", base + "/v1/", base + "/props"):
+            props_url, props = llama_props(url)
+            assert props_url == base + "/props" and llama_slots(props) == 3
+        with pytest.raises(ValueError, match="is not a JSON object"):
+            llama_props(base + "/v2/props")
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(ValueError, match=f"could not read {base}/props"):
+        llama_props(base, timeout_s=2)  # nobody listens there now
+    for props in ({}, {"total_slots": 0}, {"total_slots": True}, {"total_slots": "4"}):
+        assert llama_slots(props) is None, props

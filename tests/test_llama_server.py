@@ -147,7 +147,10 @@ def test_bench_cli_and_diagnose_metrics_describe_the_server(server, tmp_path, ca
     )  # fmt: skip
     out = capsys.readouterr()
     assert code in (0, 1, 3), out.err  # a verdict, not "bad input" (2)
-    assert json.loads(out.out)["verdict"]
+    report = json.loads(out.out)
+    assert report["verdict"]
+    # no --engine: the slots come from the server's /props (--parallel 8)
+    assert report["engine_from"] == f"engine: 8 slots (--parallel), read from {server.base}/props"
     model = resolve_model(server.base)  # what --model read: the GGUF /props names
     assert (model.name, model.n_layers, model.hidden_size) == ("llminfer-tiny-random", 2, 64)
 

@@ -6,7 +6,8 @@ A ``Model`` from
 - a GGUF file (llama.cpp's format): ``model_from_gguf`` reads its metadata with the ``gguf``
   package and counts the parameters from its tensors;
 - a running ``llama-server``: ``model_from_llama_props`` asks its ``/props`` for
-  ``model_path`` and reads that GGUF (the server must run on this machine);
+  ``model_path`` and reads that GGUF (the server must run on this machine); the same
+  ``/props`` (``llama_props``) also says how many slots it runs (``llama_slots``);
 
 and a ``GPU`` from a spec file (``gpu_from_spec``: JSON, or TOML on Python ≥ 3.11) whose keys are
 the ``GPU`` dataclass fields in base units — bytes, bytes/s, FLOP/s::
@@ -195,11 +196,11 @@ def model_from_gguf(path: str | Path, name: str | None = None) -> Model:
     )
 
 
-def model_from_llama_props(url: str, timeout_s: float = 10.0) -> Model:
-    """The model a running ``llama-server`` serves: its ``/props`` (``url`` is that address or
-    the server's base) names ``model_path``, read with ``model_from_gguf`` — so the server must
-    run on this machine (or the file be reachable at the same path). The name is the server's
-    ``--alias`` when it was given one, else the GGUF's ``general.name``.
+def llama_props(url: str, timeout_s: float = 10.0) -> tuple[str, dict]:
+    """A running ``llama-server``'s ``/props`` (``url`` is that address, the server's base or its
+    ``/v1`` base) as ``(props_url, props)``: ``model_path``, ``total_slots`` (its
+    ``--parallel``), ``model_alias``, …. ValueError names the address when it cannot be read or
+    is not a JSON object.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -215,7 +216,32 @@ def model_from_llama_props(url: str, timeout_s: float = 10.0) -> Model:
             props = json.loads(reply.read().decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"--model {url}: could not read {props_url} ({exc})") from None
-    path = props.get("model_path") if isinstance(props, dict) else None
+    if not isinstance(props, dict):
+        raise ValueError(f"{props_url} is not a JSON object (is it a llama-server's /props?)")
+    return props_url, props
+
+
+def llama_slots(props: dict) -> int | None:
+    """The slots (concurrent sequences, ``--parallel``) a llama-server's ``/props`` reports as
+    ``total_slots``, or None when it names none (an older build, another server).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    slots = props.get("total_slots")
+    valid = isinstance(slots, int) and not isinstance(slots, bool) and slots > 0
+    return slots if valid else None
+
+
+def model_from_llama_props(url: str, timeout_s: float = 10.0) -> Model:
+    """The model a running ``llama-server`` serves: its ``/props`` (``llama_props``; ``url`` is
+    that address or the server's base) names ``model_path``, read with ``model_from_gguf`` — so
+    the server must run on this machine (or the file be reachable at the same path). The name
+    is the server's ``--alias`` when it was given one, else the GGUF's ``general.name``.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    props_url, props = llama_props(url, timeout_s)
+    path = props.get("model_path")
     if not isinstance(path, str) or not path:
         raise ValueError(f"{props_url} names no model_path (is it a llama-server's /props?)")
     if not Path(path).is_file():
