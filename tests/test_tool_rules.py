@@ -40,6 +40,7 @@ LIVE = [
         for run in ("request_rate", "completions_duration")
         for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
     ),
+    ("vllm_0_33_bench_serve_completions_rate.json", None, None),
 ]
 
 
