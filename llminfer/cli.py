@@ -377,7 +377,13 @@ def parse_engine(text: str):
 def _diagnose(args: argparse.Namespace) -> int:
     from llminfer.diagnose.run import diagnose
     from llminfer.diagnose.scrape import read_scrape
-    from llminfer.specs.describe import llama_props, llama_slots, resolve_gpu, resolve_model
+    from llminfer.specs.describe import (
+        llama_props,
+        llama_slots,
+        resolve_gpu,
+        resolve_model,
+        weight_format_of,
+    )
 
     slo = parse_slo(args.slo) if args.slo else None
     engine = parse_engine(args.engine) if args.engine is not None else None
@@ -393,6 +399,13 @@ def _diagnose(args: argparse.Namespace) -> int:
             engine_note = _("engine: {slots} slots (--parallel), read from {url}").format(
                 slots=slots, url=props_url
             )
+    weight_dtype, weights_note = args.weight_dtype, None
+    found = weight_format_of(args.model) if args.model and weight_dtype is None else None
+    if found is not None:  # the GGUF says what its weights are: Q4_K_M is not bf16
+        weight_dtype, ftype, path = found
+        weights_note = _("weights: {ftype} in {path}, counted as {dtype}").format(
+            ftype=ftype, path=path, dtype=weight_dtype
+        )
     gpu = resolve_gpu(args.gpu) if args.gpu else None
     if (model is None) != (gpu is None):
         raise ValueError("--model and --gpu go together: give both or neither")
@@ -411,18 +424,20 @@ def _diagnose(args: argparse.Namespace) -> int:
         slo=slo,
         n_gpus=args.n_gpus,
         replicas=args.replicas,
-        weight_dtype=args.weight_dtype,
+        weight_dtype=weight_dtype or "bf16",
         kv_dtype=args.kv_dtype,
         server=server,
         engine_kind=args.server_kind,
     )
     if args.json:
-        extra = {"engine_from": engine_note} if engine_note else {}
+        notes = {"engine_from": engine_note, "weights_from": weights_note}
+        extra = {key: note for key, note in notes.items() if note}
         print(json.dumps({"source": str(log.source), **extra, **report.to_dict()}, indent=2))
     else:
         print(_source_line(log.source))
-        if engine_note:
-            print(engine_note)
+        for note in (engine_note, weights_note):
+            if note:
+                print(note)
         print(report)
     return DIAGNOSE_EXIT[report.verdict]
 
@@ -462,7 +477,12 @@ def register_diagnose(subparsers) -> None:
         help="GPUs per replica (tensor parallelism)",
     )  # fmt: skip
     parser.add_argument("--replicas", type=int, default=1, help="replicas behind a balancer")
-    parser.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES))
+    parser.add_argument(
+        "--weight-dtype",
+        choices=list(DTYPE_BYTES),
+        help="the weights' number format (default: read from the GGUF when --model is a .gguf "
+        "file or a llama-server, else bf16)",
+    )
     parser.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES))
     parser.add_argument(
         "--engine",

@@ -156,3 +156,59 @@ def test_llama_props_and_slots_from_a_server_on_loopback():
         llama_props(base, timeout_s=2)  # nobody listens there now
     for props in ({}, {"total_slots": 0}, {"total_slots": True}, {"total_slots": "4"}):
         assert llama_slots(props) is None, props
+
+
+def _gguf_of(path, quant, file_type):
+    """A one-tensor GGUF whose weights are stored as ``quant`` (a GGMLQuantizationType name)."""
+    import gguf
+    import numpy as np
+
+    data = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    kind = gguf.GGMLQuantizationType[quant]
+    writer = gguf.GGUFWriter(str(path), "llama")
+    if file_type is not None:
+        writer.add_file_type(gguf.LlamaFileType[file_type])
+    if kind in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
+        writer.add_tensor(
+            "blk.0.ffn_up.weight", data.astype(np.float16 if quant == "F16" else "f4")
+        )
+    else:
+        writer.add_tensor("blk.0.ffn_up.weight", gguf.quants.quantize(data, kind), raw_dtype=kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("quant", "file_type", "expected"),
+    [
+        # bytes per weight from ggml's block layouts: Q8_0 = 32 int8 + one fp16 scale (34 B / 32),
+        # Q4_0 = 32 nibbles + one fp16 scale (18 B / 32)
+        ("F32", "ALL_F32", ("fp32", "F32")),
+        ("F16", "MOSTLY_F16", ("fp16", "F16")),
+        ("Q8_0", "MOSTLY_Q8_0", ("int8", "Q8_0")),
+        ("Q4_0", "MOSTLY_Q4_0", ("int4", "Q4_0")),
+        ("Q8_0", None, ("int8", "Q8_0")),  # no general.file_type: named by its tensors' type
+        ("F16", "MOSTLY_BF16", ("bf16", "BF16")),  # the name the file gives wins over fp16
+    ],
+)
+def test_gguf_weight_format_from_file_type_and_bytes_per_weight(
+    tmp_path, quant, file_type, expected
+):
+    pytest.importorskip("gguf", reason="GGUF files are read with gguf (requirements.txt)")
+    from llminfer.specs.describe import gguf_weight_format, weight_format_of
+
+    path = _gguf_of(tmp_path / "w.gguf", quant, file_type)
+    assert gguf_weight_format(path) == expected
+    assert weight_format_of(str(path)) == (*expected, str(path))
+
+
+def test_weight_format_of_presets_and_configs_is_none(tmp_path):
+    from llminfer.specs.describe import weight_format_of
+
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_31_8B))
+    assert weight_format_of("llama-3.1-8b") is None
+    assert weight_format_of(str(tmp_path / "config.json")) is None
+    assert weight_format_of(str(tmp_path)) is None

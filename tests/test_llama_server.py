@@ -151,6 +151,10 @@ def test_bench_cli_and_diagnose_metrics_describe_the_server(server, tmp_path, ca
     assert report["verdict"]
     # no --engine: the slots come from the server's /props (--parallel 8)
     assert report["engine_from"] == f"engine: 8 slots (--parallel), read from {server.base}/props"
+    # nor --weight-dtype: the GGUF /props names is F32, so not the bf16 a preset would assume
+    path = server.get("/props")["model_path"]
+    assert report["weights_from"] == f"weights: F32 in {path}, counted as fp32"
+    assert "bf16 →" not in out.out
     model = resolve_model(server.base)  # what --model read: the GGUF /props names
     assert (model.name, model.n_layers, model.hidden_size) == ("llminfer-tiny-random", 2, 64)
 

@@ -102,6 +102,8 @@ def test_more_users_than_slots_is_a_slot_queue_and_more_slots_comes_first(seed):
     assert in_flight_peak(log) == 16
     report = diagnose(log, engine=parse_engine("parallel=4"), engine_kind="llamacpp")
     assert report.cause == "slot_queue", report
+    (queue,) = [f for f in report.findings if f.cause == "slot_queue"]
+    assert queue.detail.endswith("waited for a free slot: a slot queue"), queue.detail  # no " :"
     first = report.suggestions[0]
     assert first.key == "more_slots" and "--parallel 4 → 8" in first.action
     assert first.cost == "setting"
@@ -159,6 +161,19 @@ def test_llamacpp_gets_slots_threads_batch_and_gguf_quantisation():
     text = " ".join(s.action for s in out)
     for flag in ("--parallel", "--threads", "-ub", "Q4_K_M", "Q8_0"):
         assert flag in text, flag
+    # the GGUF's own format decides what "more quantised" means: Q8_0 goes to Q4_K_M, 4-bit stays
+    by_dtype = {
+        dtype: {
+            s.key: s.action
+            for s in suggest("overload", Setup(**{**vars(setup), "weight_dtype": dtype}), "ttft")
+        }
+        for dtype in ("fp32", "int8", "int4")
+    }
+    assert by_dtype["fp32"]["quantise_weights"].startswith("a more quantised GGUF (fp32 → Q8_0")
+    assert by_dtype["int8"]["quantise_weights"] == (
+        "a more quantised GGUF (Q8_0 → Q4_K_M: about half the bytes)"
+    )
+    assert "quantise_weights" not in by_dtype["int4"]
     sglang = suggest("overload", Setup(engine_kind="sglang"), "ttft")
     assert "--tp 2" in " ".join(s.action for s in sglang)
     hol = " ".join(s.action for s in suggest("head_of_line", Setup(engine_kind="sglang")))

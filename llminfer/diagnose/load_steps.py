@@ -389,11 +389,19 @@ def _overload_queue(obs: Observations, evidence: dict, common: dict, how: str) -
             "queueing",
             "problem",
             evidence,
-            # TRANSLATORS: {how} is how waiting was measured, in parentheses, or nothing.
-            _(
-                "TTFT p90 {p90:.3g} s misses its {target:g} s target: up to "
-                "{in_flight} requests were in flight on {slots} slots, so the rest "
-                "waited for a free slot {how}: a slot queue"
+            # TRANSLATORS: {how} is how waiting was measured, in parentheses.
+            (
+                _(
+                    "TTFT p90 {p90:.3g} s misses its {target:g} s target: up to "
+                    "{in_flight} requests were in flight on {slots} slots, so the rest "
+                    "waited for a free slot {how}: a slot queue"
+                )
+                if how
+                else _(
+                    "TTFT p90 {p90:.3g} s misses its {target:g} s target: up to "
+                    "{in_flight} requests were in flight on {slots} slots, so the rest "
+                    "waited for a free slot: a slot queue"
+                )
             ).format(
                 p90=obs.ttft_p90,
                 target=target,

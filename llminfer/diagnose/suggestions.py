@@ -377,12 +377,16 @@ def _cpp_batch(bigger: bool) -> Suggestion:
 def _cpp_quant(s: Setup) -> Suggestion | None:
     if s.weight_dtype in ("int4", "fp4", "nvfp4"):
         return None
-    return Suggestion(
-        "quantise_weights",
-        _(
+    if s.weight_dtype in ("int8", "fp8"):  # a Q8_0 file already: only 4-bit is narrower
+        what = _("a more quantised GGUF (Q8_0 → Q4_K_M: about half the bytes)")
+    else:
+        what = _(
             "a more quantised GGUF ({dtype} → Q8_0, or Q4_K_M: about a quarter of the "
             "bytes of bf16)"
-        ).format(dtype=s.weight_dtype),
+        ).format(dtype=s.weight_dtype)
+    return Suggestion(
+        "quantise_weights",
+        what,
         _(
             "accuracy to re-check on your task; fewer bytes read per decode step and more room "
             "for the KV cache"

@@ -9,6 +9,9 @@ A ``Model`` from
   ``model_path`` and reads that GGUF (the server must run on this machine); the same
   ``/props`` (``llama_props``) also says how many slots it runs (``llama_slots``);
 
+the format a GGUF's weights are stored in (``gguf_weight_format``: ``Q4_K_M`` counts as int4,
+``F32`` as fp32), which ``weight_format_of`` finds for ``--model``;
+
 and a ``GPU`` from a spec file (``gpu_from_spec``: JSON, or TOML on Python ≥ 3.11) whose keys are
 the ``GPU`` dataclass fields in base units — bytes, bytes/s, FLOP/s::
 
@@ -196,6 +199,70 @@ def model_from_gguf(path: str | Path, name: str | None = None) -> Model:
     )
 
 
+def gguf_weight_format(path: str | Path) -> tuple[str, str]:
+    """The number format a GGUF file's weights are stored in, as ``(dtype, ftype)``: ``ftype``
+    is llama.cpp's name for the file (``general.file_type``: ``F32``, ``F16``, ``Q8_0``,
+    ``Q4_K_M``, …; by the tensors' own types when the file names none) and ``dtype`` the
+    ``llminfer.units.DTYPE_BYTES`` key with the nearest bytes per weight, from the tensors'
+    bytes over their elements (the block scales included): ≥ 3 bytes ``fp32``, ≥ 1.5 bytes
+    ``bf16`` (``fp16`` for an F16 file), ≥ 0.78 bytes (Q6_K's 6.56 bits) ``int8``, else
+    ``int4`` (Q5_K_M's 5.5 bits included). Needs the ``gguf`` package.
+
+    Introduced in: notebooks/04_memory_budget.ipynb
+    """
+    try:
+        from gguf import GGUFReader, LlamaFileType
+    except ImportError:  # pragma: no cover - gguf is in requirements.txt
+        raise ValueError("reading a GGUF file needs the gguf package (pip install gguf)") from None
+    path = Path(path)
+    try:
+        reader = GGUFReader(str(path))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable GGUF file ({exc})") from None
+    elements = sum(int(t.n_elements) for t in reader.tensors)
+    if elements == 0:
+        raise ValueError(f"{path}: a GGUF without tensors has no weight format")
+    bytes_per_weight = sum(int(t.n_bytes) for t in reader.tensors) / elements
+    field = reader.fields.get("general.file_type")
+    code = None if field is None else field.contents()
+    try:
+        ftype = LlamaFileType(int(code)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    except (TypeError, ValueError):  # not named: the type most of the bytes are in
+        by_type: dict[str, int] = {}
+        for t in reader.tensors:
+            by_type[t.tensor_type.name] = by_type.get(t.tensor_type.name, 0) + int(t.n_bytes)
+        ftype = max(by_type, key=by_type.get)
+    if bytes_per_weight >= 3:
+        dtype = "fp32"
+    elif bytes_per_weight >= 1.5:
+        dtype = "fp16" if ftype == "F16" else "bf16"
+    elif bytes_per_weight >= 0.78:
+        dtype = "int8"
+    else:
+        dtype = "int4"
+    return dtype, ftype
+
+
+def weight_format_of(text: str) -> tuple[str, str, str] | None:
+    """``--model``'s weight format where the model's file says it, as ``(dtype, ftype, file)``
+    (``gguf_weight_format``): a ``.gguf`` file, or a llama-server URL whose ``/props`` names
+    its GGUF on this machine; None for a preset or a ``config.json`` (they name no stored
+    format, so ``--weight-dtype``'s bf16 stands).
+
+    Introduced in: notebooks/07_troubleshooting.ipynb
+    """
+    if text.startswith(("http://", "https://")):
+        _, props = llama_props(text)
+        path = props.get("model_path")
+        if not isinstance(path, str) or not Path(path).is_file():
+            return None
+    elif _is_gguf(Path(text)):
+        path = text
+    else:
+        return None
+    return (*gguf_weight_format(path), str(path))
+
+
 def llama_props(url: str, timeout_s: float = 10.0) -> tuple[str, dict]:
     """A running ``llama-server``'s ``/props`` (``url`` is that address, the server's base or its
     ``/v1`` base) as ``(props_url, props)``: ``model_path``, ``total_slots`` (its
@@ -292,9 +359,13 @@ def gpu_from_spec(path: str | Path) -> GPU:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def _magic(path: Path) -> bytes:
+def _is_gguf(path: Path) -> bool:
+    if path.suffix.lower() == ".gguf":
+        return True
+    if not path.is_file():
+        return False
     with path.open("rb") as file:  # a GGUF of many GB: its first 4 bytes only
-        return file.read(4)
+        return file.read(4) == b"GGUF"
 
 
 def resolve_model(text: str) -> Model:
@@ -308,7 +379,7 @@ def resolve_model(text: str) -> Model:
     if text.startswith(("http://", "https://")):
         return model_from_llama_props(text)
     path = Path(text)
-    if path.suffix.lower() == ".gguf" or (path.is_file() and _magic(path) == b"GGUF"):
+    if _is_gguf(path):
         return model_from_gguf(path)
     if path.is_file() or (path.is_dir() and (path / "config.json").is_file()):
         return model_from_hf_config(path)
