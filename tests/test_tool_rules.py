@@ -41,6 +41,19 @@ LIVE = [
         for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
     ),
     ("vllm_0_33_bench_serve_completions_rate.json", None, None),
+    # GuideLLM 0.8.1 writes benchmarks.json and benchmarks.csv by default, YAML when asked:
+    # the requests from the JSON or the YAML, the figures from any of the three
+    *(
+        (f"guidellm_0_8_1_json_csv_yaml/{log}", summary, None)
+        for log in ("benchmarks.json.gz", "benchmarks.yaml.gz")
+        for summary in (None, "benchmarks.csv", "benchmarks.json.gz", "benchmarks.yaml.gz")
+    ),
+    *(
+        ("guidellm_0_8_1_three_benchmarks_csv/benchmarks.json.gz", "benchmarks.csv", i)
+        for i in (0, 1, 2, None)
+    ),
+    ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", None, None),
+    ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", "benchmarks.csv", None),
 ]
 
 
@@ -186,3 +199,51 @@ def test_guidellm_non_streaming_requests_are_successful_without_ttft():
     tool = read_summary(name)
     assert "ttft_s_mean" not in tool.values  # GuideLLM measured no TTFT
     assert tool.values["itl_s_mean"] == 0.0  # and counts each request's ITL as 0
+
+
+def test_guidellm_csv_gives_the_json_figures_and_names_its_own_cells():
+    folder = FIX / "guidellm_0_8_1_three_benchmarks_csv"
+    for i in (0, 1, 2):
+        from_csv = read_summary(folder / "benchmarks.csv", benchmark=i)
+        from_json = read_summary(folder / "benchmarks.json.gz", benchmark=i)
+        # the CSV has every figure of the JSON but p99.9 (its Percentiles list stops at p99)
+        assert set(from_json.values) - set(from_csv.values) == {
+            f"{m}_p99.9" for m in ("ttft_s", "e2e_s", "itl_s", "tpot_s")
+        }
+        assert all(from_csv.values[k] == from_json.values[k] for k in from_csv.values)
+        assert from_csv.rules.benchmark == i
+        assert from_csv.names["ttft_s_p90"] == (
+            "Time to First Token / Successful ms / Percentiles [p90]"
+        )
+        assert from_csv.names["ttft_s_p50"] == "Time to First Token / Successful ms / Median"
+        assert "3 benchmarks in the file" in " ".join(from_csv.notes)
+    assert read_summary(folder / "benchmarks.csv").rules.benchmark == 2  # the last, as the JSON
+    with pytest.raises(ValueError, match="holds 3 benchmark"):
+        read_summary(folder / "benchmarks.csv", benchmark=3)
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"),
+    [
+        ("guidellm_0_8_1_json_csv_yaml/benchmarks.csv", "GuideLLM's benchmarks.csv"),
+        ("aiperf_0_13_streaming/profile_export_aiperf.csv", "AIPerf's profile_export_aiperf.csv"),
+    ],
+)
+def test_a_tools_summary_csv_is_not_read_as_a_request_log(name, tool):
+    with pytest.raises(ValueError, match=rf"is {tool} .*read_summary\(path\)"):
+        read_requests(FIX / name)
+
+
+def test_yaml_that_is_not_an_export_says_so(tmp_path):
+    bad = tmp_path / "benchmarks.yaml"
+    bad.write_text("benchmarks:\n  - [unclosed\n")
+    with pytest.raises(ValueError, match="is not valid YAML"):
+        read_requests(bad)
+    other = tmp_path / "other.yaml"
+    other.write_text("---\nhello\n")
+    with pytest.raises(ValueError, match="not a mapping or a list"):
+        read_summary(other)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("results:\n  value: 3\n")  # YAML, but no tool's shape
+    with pytest.raises(ValueError, match="is not a format llminfer knows"):
+        read_requests(unknown)

@@ -194,7 +194,23 @@ def is_structured(path: Path) -> bool:
             head = head[len(bom) :]
             break
     first = head.lstrip(b" \t\r\n\x00")[:1]
-    return first in (b"[", b"{")
+    return first in (b"[", b"{") or is_yaml_mapping(head)
+
+
+#: A YAML document's first line as GuideLLM (``--output kind=yaml``) writes one: ``---`` or a
+#: top-level key that opens a block (``benchmarks:``), never a comma-separated header.
+_YAML_FIRST_LINE = re.compile(rb"(---\s*|[A-Za-z_][\w.-]*:\s*)")
+
+
+def is_yaml_mapping(head: bytes | str) -> bool:
+    """Whether a file's first bytes open a YAML document (``---``, or ``key:`` alone on the
+    first line): a tool's export written as YAML, not a table.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    raw = head.encode("utf-8", "replace") if isinstance(head, str) else head
+    lines = raw.lstrip(b" \t\r\n\x00").splitlines()
+    return bool(lines) and _YAML_FIRST_LINE.fullmatch(lines[0]) is not None
 
 
 def sniff(path: Path) -> CsvDialect:

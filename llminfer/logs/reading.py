@@ -121,6 +121,12 @@ def read_requests(
     ):
         raise ValueError(f"benchmark={benchmark!r} applies to a tool export, not a CSV log")
     if format == "csv" or (format == "auto" and not logfile.is_structured(path)):
+        summary = importers.summary_csv(path) if format == "auto" else None
+        if summary is not None:  # a tool's aggregates: no request in it to read
+            raise importers.ExportError(
+                f"source={str(path)!r} is {summary}: aggregates, not one row per request; "
+                "read its figures with llminfer.read_summary(path)"
+            )
         frame, assumptions = logfile.read_csv_file(path)
         where = LogSource("csv", str(path), tuple(assumptions))
         try:

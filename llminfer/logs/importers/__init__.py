@@ -17,6 +17,7 @@ from pathlib import Path
 from llminfer.logs.importers import _files, aiperf, genai_perf, guidellm, llmperf, sglang, vllm
 from llminfer.logs.importers._files import Document, ExportError, load, problem
 from llminfer.logs.importers.records import Imported, ToolSummary
+from llminfer.logs.logfile import is_structured
 
 #: Tool modules in the order they are asked (the most specific shapes first).
 TOOLS = {m.FORMAT: m for m in (sglang, vllm, genai_perf, aiperf, llmperf, guidellm)}
@@ -32,6 +33,7 @@ __all__ = [
     "detect_format",
     "read",
     "read_summary",
+    "summary_csv",
 ]
 
 
@@ -52,8 +54,33 @@ def _what_was_looked_for() -> str:
         "timestamp_ns); GenAI-Perf profile_export.json (experiments); llmperf "
         "*_individual_responses.json (ttft_s, end_to_end_latency_s) or *_summary.json; "
         "GuideLLM benchmarks.json (benchmarks); AIPerf/GenAI-Perf aggregate JSON; "
-        "GenAI-Perf *_genai_perf.csv (read_summary only)"
+        "GenAI-Perf *_genai_perf.csv, AIPerf profile_export_aiperf.csv, GuideLLM benchmarks.csv "
+        "(read_summary only); GuideLLM benchmarks.yaml"
     )
+
+
+def summary_csv(path: str | Path) -> str | None:
+    """What a tool's summary CSV is and where its requests are, or None for any other file
+    (a request-log CSV among them): AIPerf's ``profile_export_aiperf.csv``, GenAI-Perf's
+    ``*_genai_perf.csv``, GuideLLM's ``benchmarks.csv``. They hold aggregates only, so
+    ``read_requests`` refuses them and names ``read_summary``.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    path = _path(path)
+    if is_structured(path):  # JSON, JSON Lines, YAML or Parquet: not a CSV at all
+        return None
+    try:
+        head = _files._head(path, 4096)
+    except (ValueError, OSError):  # not text, or a damaged archive: the CSV reader says which
+        return None
+    if guidellm.is_summary_csv(head):
+        return "GuideLLM's benchmarks.csv (its requests are in benchmarks.json)"
+    if aiperf.is_summary_csv(head):
+        return "AIPerf's profile_export_aiperf.csv (its requests are in profile_export.jsonl)"
+    if genai_perf.is_summary_csv(head):
+        return "GenAI-Perf's *_genai_perf.csv (its requests are in profile_export.json)"
+    return None
 
 
 def _classify(doc: Document) -> tuple[str, str]:
@@ -123,11 +150,13 @@ def read_summary(path: str | Path, benchmark: int | None = None) -> ToolSummary:
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     doc = load(_path(path))
-    if doc.kind == "csv" and benchmark is None:
+    if doc.kind == "csv":
         head = _files._head(doc.path, 4096)
-        if aiperf.is_summary_csv(head):
+        if guidellm.is_summary_csv(head):
+            return guidellm.read_summary_csv(doc.path, benchmark=benchmark)
+        if benchmark is None and aiperf.is_summary_csv(head):
             return genai_perf.read_aiperf_summary_csv(doc.path)
-        if genai_perf.is_summary_csv(head):
+        if benchmark is None and genai_perf.is_summary_csv(head):
             return genai_perf.read_summary_csv(doc.path)
     format, _ = _classify(doc)
     if benchmark is not None:

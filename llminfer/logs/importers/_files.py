@@ -1,5 +1,5 @@
-"""Reading a tool's export from disk: plain or gzip-compressed JSON, JSON Lines or Parquet,
-parsed once, plus the error type every importer raises.
+"""Reading a tool's export from disk: plain or gzip-compressed JSON, JSON Lines, YAML or
+Parquet, parsed once, plus the error type every importer raises.
 
 Every problem in an export is an ``ExportError`` (a ``ValueError``) whose message names the file,
 the record and the field, so no ``KeyError``/``TypeError`` from a malformed file reaches a user.
@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from llminfer.logs.logfile import _BOMS, _COMPRESSION, _OPENERS, DAMAGED, damaged_message
+from llminfer.logs.logfile import (
+    _BOMS,
+    _COMPRESSION,
+    _OPENERS,
+    DAMAGED,
+    damaged_message,
+    is_yaml_mapping,
+)
 
 
 class ExportError(ValueError):
@@ -110,7 +117,8 @@ def _head(path: Path, size: int = 1 << 16) -> str:
 
 
 def load(path: Path) -> Document:
-    """Parse ``path`` by its content (gzip, Parquet, JSON, JSON Lines or CSV), not its suffix.
+    """Parse ``path`` by its content (gzip, Parquet, JSON, JSON Lines, YAML or CSV), not its
+    suffix. YAML (``is_yaml_mapping``) becomes the same ``json`` value its JSON would give.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -125,6 +133,8 @@ def load(path: Path) -> Document:
     head_text = _head(path)
     if not head_text.lstrip():
         raise problem(path, "", "is empty")
+    if is_yaml_mapping(head_text):
+        return Document(path, json=_yaml(path, _text(path)), kind="json")
     if head_text.lstrip()[0] not in "[{":
         # A table, not JSON: its first line decides, and the rest is the CSV reader's to parse
         # (reading and splitting a whole 100 MB file here cost more than parsing it).
@@ -150,6 +160,23 @@ def load(path: Path) -> Document:
                     raise problem(path, "", f"is not valid JSON: {whole}") from None
                 raise problem(path, f"line {number}", f"is not JSON: {exc}") from None
         return Document(path, lines=lines, kind="jsonl")
+
+
+def _yaml(path: Path, text: str) -> object:
+    """A YAML export (GuideLLM's ``benchmarks.yaml``: the same document as its JSON) parsed
+    safely — no tags that build objects — with libyaml's C parser where PyYAML has it."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is in requirements.txt
+        raise problem(path, "", "is YAML: reading it needs PyYAML (pip install pyyaml)") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        value = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise problem(path, "", f"is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(value, (dict, list)):
+        raise problem(path, "", "is YAML but not a mapping or a list: not a tool's export")
+    return value
 
 
 class DuplicateKey(ValueError):

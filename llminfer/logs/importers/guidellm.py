@@ -27,12 +27,15 @@ applies GuideLLM's rules when comparing (``compare_definitions``).
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 
-from llminfer.logs.importers._files import Document, number, problem
+from llminfer.logs.importers._files import Document, number, problem, text_of
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
 from llminfer.logs.rules import GUIDELLM
 
@@ -44,6 +47,8 @@ _METRICS = {
     "time_per_output_token_ms": ("tpot_s", 1e-3, "guidellm_tpot"),
 }
 _STATUSES = ("successful", "errored", "incomplete")
+#: GuideLLM's percentile names that are not ``stat_key``'s (``p001`` is the 0.1th).
+_PERCENTILE_WORDS = {"p001": "p0.1", "p01": "p1", "p05": "p5", "p999": "p99.9"}
 
 
 def detect(doc: Document) -> str | None:
@@ -103,6 +108,10 @@ def _index(doc: Document, benchmark) -> int | None:
     if benchmark is None:
         return None
     count = len(doc.json["benchmarks"])
+    return _checked_index(count, benchmark)
+
+
+def _checked_index(count: int, benchmark) -> int:
     if isinstance(benchmark, bool) or not isinstance(benchmark, int):
         raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
     if not -count <= benchmark < count:
@@ -245,7 +254,11 @@ def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
     """
     benches = doc.json["benchmarks"]
     index = _index(doc, -1 if benchmark is None else benchmark)
-    bench = benches[index]
+    return _summary_of(doc.name, benches[index], index, len(benches))
+
+
+def _summary_of(source: str, bench: dict, index: int, count: int) -> ToolSummary:
+    """Benchmark ``index`` (of ``count`` in file ``source``) → ``ToolSummary``."""
     metrics = bench.get("metrics") or {}
     values, names, definitions = {}, {}, {}
     for name, (metric, scale, definition) in _METRICS.items():
@@ -257,7 +270,7 @@ def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
         for word, value in flat.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            word = {"p001": "p0.1", "p01": "p1", "p05": "p5", "p999": "p99.9"}.get(word, word)
+            word = _PERCENTILE_WORDS.get(word, word)
             stat = stat_key(word)
             if stat is None:
                 continue
@@ -291,10 +304,137 @@ def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
         "cut), reads percentiles by nearest rank and ends request_latency at the response's "
         "end; its rates are events inside the window / the window's length",
     )
-    if len(benches) > 1:
+    if count > 1:
         notes += (
-            f"{len(benches)} benchmarks in the file: figures of benchmark {index} (pass "
+            f"{count} benchmarks in the file: figures of benchmark {index} (pass "
             "benchmark= for another); compare_definitions uses that benchmark's requests",
         )
     rules = replace(GUIDELLM, benchmark=index)
-    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes, rules=rules)
+    return ToolSummary(FORMAT, source, values, names, definitions, notes, rules=rules)
+
+
+#: GuideLLM's ``benchmarks.csv`` (written beside ``benchmarks.json`` by default from 0.5 on): a
+#: three-row header (group, "<status> <unit>", statistic), one row per benchmark. The groups
+#: read, with the ``metrics`` name each stands for in the JSON and the unit that name has there.
+_CSV_METRICS = {
+    ("Time to First Token", "Successful ms"): "time_to_first_token_ms",
+    ("Request Latency", "Successful Sec"): "request_latency",
+    ("Inter Token Latency", "Successful ms"): "inter_token_latency_ms",
+    ("Time per Output Token", "Successful ms"): "time_per_output_token_ms",
+}
+_CSV_RATES = {
+    ("Server Throughput", "Successful Requests/Sec"): "requests_per_second",
+    ("Token Throughput", "Successful Output Tokens/Sec"): "output_tokens_per_second",
+    ("Token Throughput", "Successful Input Tokens/Sec"): "prompt_tokens_per_second",
+}
+#: The ``Percentiles`` cell's list, in GuideLLM 0.8.1's order
+#: (``benchmark/outputs/csv.py``, ``_add_stats_for_metric``): no p50 (``Median`` is) nor p99.9.
+_CSV_PERCENTILES = ("min", "p001", "p01", "p05", "p10", "p25", "p75", "p90", "p95", "p99", "max")
+
+
+def is_summary_csv(text: str) -> bool:
+    """Whether a CSV's first line is GuideLLM's ``benchmarks.csv`` header (``Run Info,…``
+    groups with ``Request Latency`` among them; a run not streamed has no ``Time to First
+    Token``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    first = text.lstrip().split("\n", 1)[0]
+    return first.startswith("Run Info,") and "Request Latency" in first
+
+
+def _csv_benchmarks(path: Path) -> list[dict]:
+    """``benchmarks.csv`` → one ``{(group, status unit, statistic): cell}`` per benchmark."""
+    rows = list(csv.reader(io.StringIO(text_of(path))))
+    if len(rows) < 4:
+        raise problem(path, "", "is GuideLLM's benchmarks.csv without a benchmark row")
+    groups, units, stats = rows[0], rows[1], rows[2]
+    if not len(groups) == len(units) == len(stats):
+        raise problem(path, "header", "has header rows of different lengths")
+    columns = list(zip(groups, units, stats, strict=True))
+    out = []
+    for line, row in enumerate(rows[3:], start=4):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(columns):
+            raise problem(path, f"line {line}", f"has {len(row)} cells, the header {len(columns)}")
+        out.append(dict(zip(columns, row, strict=True)))
+    return out
+
+
+def _csv_number(cell: str, path: Path, where: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise problem(path, where, f"{cell!r} is not a number") from None
+
+
+def read_summary_csv(path: str | Path, benchmark: int | None = None) -> ToolSummary:
+    """GuideLLM's ``benchmarks.csv`` → the same ``ToolSummary`` its ``benchmarks.json`` gives
+    (``read_summary``; ``benchmark``: a row's index, the last by default): TTFT, ITL, TPOT and
+    request latency (mean, median as p50, min, max, p0.1 … p99; the CSV has no p99.9), the
+    three rates, the request counts and the measured window (``Timings / Duration``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    path = Path(path)
+    benches = _csv_benchmarks(path)
+    index = _checked_index(len(benches), -1 if benchmark is None else benchmark)
+    row, metrics, names = benches[index], {}, {}
+
+    def cell(group: str, unit: str, stat: str) -> str | None:
+        value = row.get((group, unit, stat))
+        return value if value not in (None, "") else None
+
+    for (group, unit), name in _CSV_METRICS.items():
+        mean, median, listed = (cell(group, unit, s) for s in ("Mean", "Median", "Percentiles"))
+        if mean is None or median is None or listed is None:
+            continue
+        where = f"{group} / {unit}"
+        try:
+            values = [float(v) for v in listed.strip("[] ").split(",")]
+        except ValueError:
+            raise problem(path, where, f"Percentiles {listed!r} is not a list of numbers") from None
+        if len(values) != len(_CSV_PERCENTILES):
+            raise problem(
+                path,
+                where,
+                f"Percentiles holds {len(values)} values, not GuideLLM 0.8.1's "
+                f"{len(_CSV_PERCENTILES)} ({', '.join(_CSV_PERCENTILES)})",
+            )
+        stats = dict(zip(_CSV_PERCENTILES, values, strict=True))
+        stats["p50"] = _csv_number(median, path, f"{where} / Median")
+        mean = _csv_number(mean, path, f"{where} / Mean")
+        count = 0 if mean == 0 and not any(stats.values()) else 1  # all 0.0: nothing measured
+        picks = {k: stats.pop(k) for k in ("min", "max")}
+        metrics[name] = {
+            "successful": {"mean": mean, "count": count, **picks, "percentiles": stats}
+        }
+        for word in ("mean", "min", "max"):
+            names[f"metrics.{name}.successful.{word}"] = f"{where} / {word.title()}"
+        for word in stats:
+            ours = _PERCENTILE_WORDS.get(word, word)
+            names[f"metrics.{name}.successful.{ours}"] = f"{where} / Percentiles [{word}]"
+        names[f"metrics.{name}.successful.p50"] = f"{where} / Median"
+    for (group, unit), name in _CSV_RATES.items():
+        mean = cell(group, unit, "Mean")
+        if mean is not None:
+            metrics[name] = {"successful": {"mean": _csv_number(mean, path, f"{group} / {unit}")}}
+            names[f"metrics.{name}.successful.mean"] = f"{group} / {unit} / Mean"
+    counts = {k: cell("Request Counts", k.title(), "") for k in ("total", "errored", "incomplete")}
+    if all(v is not None for v in counts.values()):
+        metrics["request_totals"] = {
+            k: _csv_number(v, path, f"Request Counts / {k.title()}") for k, v in counts.items()
+        }
+        names["request_totals.total"] = "Request Counts / Total"
+        names["request_totals.errored + incomplete"] = "Request Counts / Errored + Incomplete"
+    bench: dict = {"metrics": metrics}
+    duration = cell("Timings", "Duration", "Sec")
+    if duration is not None:
+        window = _csv_number(duration, path, "Timings / Duration")
+        bench["scheduler_metrics"] = {"measure_start_time": 0.0, "measure_end_time": window}
+        names["scheduler_metrics.measure_end_time − measure_start_time"] = "Timings / Duration"
+    summary = _summary_of(str(path), bench, index, len(benches))
+    summary.names = {key: names.get(name, name) for key, name in summary.names.items()}
+    summary.notes += ("read from GuideLLM's benchmarks.csv; its requests are in benchmarks.json",)
+    return summary
