@@ -106,7 +106,13 @@ class NoValidRequests(ValueError):
 def _read_log(args: argparse.Namespace) -> RequestLog:
     """Read the log the shared arguments name; report rejected rows; refuse an empty result."""
     on_error = "report" if args.rejected else args.on_error
-    log = read_requests(args.file, format=args.format, on_error=on_error, time_unit=args.time_unit)
+    log = read_requests(
+        args.file,
+        format=args.format,
+        on_error=on_error,
+        time_unit=args.time_unit,
+        benchmark=args.benchmark,
+    )
     _report_rejected(log, args)
     if len(log) == 0 and not len(log.rejected):
         raise NoValidRequests(
@@ -140,7 +146,8 @@ def _metrics(args: argparse.Namespace) -> int:
     percentiles = parse_percentiles(args.percentiles) if args.percentiles else (50, 90, 95, 99)
     if args.stream:  # bigger than memory: two batched passes, exact, rows not validated
         for option, given in (("--by", args.by), ("--on-error report", args.on_error != "raise"),
-                              ("--rejected", args.rejected)):  # fmt: skip
+                              ("--rejected", args.rejected),
+                              ("--benchmark", args.benchmark is not None)):  # fmt: skip
             if given:
                 raise ValueError(f"{option} does not go with --stream (rows are not validated)")
         from llminfer.logs.logstream import summarize_stream
@@ -212,6 +219,14 @@ def _add_log_arguments(parser: argparse.ArgumentParser, slo_help: str) -> None:
         metavar="FILE",
         help="write every rejected row (row, line, column, value, reason) to FILE as CSV; "
         "implies --on-error report",
+    )
+    parser.add_argument(
+        "--benchmark",
+        type=int,
+        metavar="N",
+        help="one run (an index; -1 the last) of a file holding several: GuideLLM's benchmarks "
+        "(a sweep), vLLM's results appended with --append-result (default: all, column "
+        "'benchmark'; metrics --by benchmark gives one row each)",
     )
     parser.add_argument(
         "--time-unit",

@@ -98,3 +98,21 @@ def test_engine_settings_take_vllms_long_prefill_threshold():
     assert engine.long_prefill_token_threshold == 128 and engine.chunked_prefill
     with pytest.raises(ValueError, match="long_prefill_token_threshold"):
         parse_engine("long_prefill_token_threshold=128")  # needs chunked prefill, as in vLLM
+
+
+def test_benchmark_picks_one_run_of_a_file_holding_several(capsys):
+    fixtures = Path(__file__).parent / "fixtures"
+    sweep = str(fixtures / "guidellm_0_8_1_sweep_benchmarks.json.gz")
+    assert main(["metrics", sweep, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_requests"] == 80  # four benchmarks of 20
+    assert main(["metrics", sweep, "--benchmark", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_requests"] == 20
+    appended = str(fixtures / "vllm_0_33_bench_serve_append_result.json")
+    assert main(["diagnose", appended, "--benchmark", "-1", "--json"]) in (0, 1, 3)
+    assert "'benchmark'" not in capsys.readouterr().out  # one run: no "filter column" note
+    assert main(["metrics", sweep, "--benchmark", "4"]) == 2
+    assert "the file holds 4 benchmark(s)" in capsys.readouterr().err
+    assert main(["metrics", str(DATA / "requests.csv"), "--benchmark", "0"]) == 2
+    assert "not a CSV log" in capsys.readouterr().err
+    assert main(["metrics", sweep, "--benchmark", "0", "--stream"]) == 2
+    assert "--benchmark does not go with --stream" in capsys.readouterr().err

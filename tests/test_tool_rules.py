@@ -54,6 +54,8 @@ LIVE = [
     ),
     ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", None, None),
     ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", "benchmarks.csv", None),
+    # two vLLM runs appended to one file (--append-result: one result a line)
+    *(("vllm_0_33_bench_serve_append_result.json", None, i) for i in (0, 1, None)),
 ]
 
 
@@ -112,7 +114,7 @@ def test_guidellm_several_benchmarks_are_read_one_at_a_time():
     with pytest.raises(ValueError, match="2 benchmark"):
         read_summary(name, benchmark=2)
     with pytest.raises(ValueError, match="one run"):
-        read_summary(FIX / "vllm_0_33_bench_serve.json", benchmark=0)
+        read_summary(FIX / "aiperf_0_13_streaming/profile_export.jsonl", benchmark=0)
 
 
 def test_guidellm_max_duration_rates_use_the_measured_window():
@@ -247,3 +249,24 @@ def test_yaml_that_is_not_an_export_says_so(tmp_path):
     unknown.write_text("results:\n  value: 3\n")  # YAML, but no tool's shape
     with pytest.raises(ValueError, match="is not a format llminfer knows"):
         read_requests(unknown)
+
+
+def test_vllm_results_appended_to_one_file_are_read_one_run_at_a_time():
+    name = FIX / "vllm_0_33_bench_serve_append_result.json"
+    both = read_requests(name)
+    assert both.requests["benchmark"].value_counts().to_dict() == {0: 12, 1: 12}
+    assert any("--append-result" in a for a in both.source.assumptions)
+    second = read_requests(name, benchmark=-1)
+    assert set(second.requests["benchmark"]) == {1} and len(second) == 12
+    s0, s1 = read_summary(name, benchmark=0), read_summary(name)
+    assert (s0.rules.benchmark, s1.rules.benchmark) == (0, 1)  # the last by default
+    assert s0.rules.rate_window_s == s0.values["window_s"] != s1.values["window_s"]
+    # each run's rates over its own duration, from its own requests
+    table = compare_definitions(both, s0)
+    assert table.loc["rps", "llminfer_value"] == pytest.approx(12 / s0.values["window_s"])
+    with pytest.raises(ValueError, match="holds 2 result"):
+        read_summary(name, benchmark=2)
+    with pytest.raises(ValueError, match="holds 1 result"):
+        read_requests(FIX / "vllm_0_33_bench_serve.json", benchmark=1)
+    with pytest.raises(ValueError, match="an export of aiperf holds one run"):
+        read_requests(FIX / "aiperf_0_13_streaming/profile_export.jsonl", benchmark=0)

@@ -88,7 +88,8 @@ def read_requests(
     refused either way.
 
     ``benchmark``: one benchmark (an index, negative from the end) of an export holding
-    several (GuideLLM's benchmarks.json); None reads them all, with a ``benchmark`` column.
+    several (GuideLLM's benchmarks.json; a vLLM result file ``--append-result`` wrote, one
+    result a line); None reads them all, with a ``benchmark`` column.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """

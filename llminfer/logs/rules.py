@@ -51,7 +51,8 @@ class ToolRules:
     ``percentile``: ``"linear"`` or ``"nearest_rank"``; ``e2e_end``: ``"last_token"``
     (``end_ts``) or ``"response_end"`` (column ``response_end_ts``: the stream's close);
     ``window``: one of ``WINDOWS``; ``rate_window_s``: the tool's own rate denominator (s) when
-    the log can't tell it (AIPerf's profiling phase); ``weighted``: token-weighted TPOT/ITL
+    the log can't tell it (AIPerf's profiling phase; the duration of one run of a vLLM file
+    holding several); ``weighted``: token-weighted TPOT/ITL
     (GuideLLM); ``benchmark``: only the log's rows of this ``benchmark`` (a file holding
     several); ``resolution``: the quantum of each figure as the tool printed it (a CSV's two
     decimals), in llminfer's units, to round llminfer's value the same way; ``text``: the
@@ -252,7 +253,9 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             _prompt_tokens(first, response_end, n_in, ok & counted, lo, hi) / length
         )
     else:
-        if rules.window == "duration" and log.source.window_s is not None:
+        if rules.window == "duration" and rules.rate_window_s:  # one run of several
+            window = float(rules.rate_window_s)
+        elif rules.window == "duration" and log.source.window_s is not None:
             window = float(log.source.window_s)
         else:
             window = float(np.nanmax(end[ok]) - np.nanmin(start[ok])) if ok.any() else math.nan

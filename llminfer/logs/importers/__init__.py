@@ -21,6 +21,9 @@ from llminfer.logs.logfile import is_structured
 
 #: Tool modules in the order they are asked (the most specific shapes first).
 TOOLS = {m.FORMAT: m for m in (sglang, vllm, genai_perf, aiperf, llmperf, guidellm)}
+#: Tools whose one file can hold several runs, one picked with ``benchmark=`` (GuideLLM's
+#: benchmarks; vLLM's results appended one a line by ``--append-result``).
+SEVERAL_RUNS = ("guidellm", "vllm")
 #: Formats ``read`` accepts besides the tools: a request-log table as CSV or Parquet.
 TABLES = ("csv", "parquet")
 
@@ -109,7 +112,8 @@ def read(
 
     For ``csv`` the second item is None (``llminfer.logs`` reads CSVs itself). A summary-only
     file raises an ``ExportError`` that says so and names ``read_summary``. ``benchmark``: one
-    benchmark (an index) of a file holding several (GuideLLM); None for all.
+    benchmark (an index) of a file holding several (GuideLLM; vLLM's ``--append-result``); None
+    for all.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -133,8 +137,8 @@ def read(
     if tool.detect(doc) is None:
         raise problem(doc.name, "", f"is not {format} output; {_what_was_looked_for()}")
     if benchmark is not None:
-        if format != "guidellm":
-            raise ValueError(f"benchmark={benchmark!r}: a {format} export holds one run")
+        if format not in SEVERAL_RUNS:
+            raise ValueError(f"benchmark={benchmark!r}: an export of {format} holds one run")
         return format, tool.read(doc, benchmark=benchmark)
     return format, tool.read(doc)
 
@@ -145,7 +149,8 @@ def read_summary(path: str | Path, benchmark: int | None = None) -> ToolSummary:
     ``ttft_s_p99``, ``e2e_s_mean``, ``output_tps``, ``rps``, ``n_requests``, …) plus
     ``itl_s_mean/p50/p99`` for what the tool calls ITL; ``names`` gives each figure's name in the
     tool. Seconds, requests/s, tokens/s. ``benchmark``: which benchmark (an index) of a file
-    holding several (GuideLLM; default the last); ``rules`` names the tool's own rules.
+    holding several (GuideLLM; vLLM's ``--append-result``; default the last); ``rules`` names
+    the tool's own rules.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -160,9 +165,9 @@ def read_summary(path: str | Path, benchmark: int | None = None) -> ToolSummary:
             return genai_perf.read_summary_csv(doc.path)
     format, _ = _classify(doc)
     if benchmark is not None:
-        if format != "guidellm":
-            raise ValueError(f"benchmark={benchmark!r}: a {format} export holds one run")
-        return guidellm.read_summary(doc, benchmark=benchmark)
+        if format not in SEVERAL_RUNS:
+            raise ValueError(f"benchmark={benchmark!r}: an export of {format} holds one run")
+        return TOOLS[format].read_summary(doc, benchmark=benchmark)
     if format in TABLES:
         raise problem(
             doc.name,

@@ -14,6 +14,8 @@ and the ``result`` dict of ``benchmark``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -39,14 +41,39 @@ def _is_vllm_dict(data) -> bool:
     )
 
 
+def _runs(doc: Document) -> list[dict]:
+    """The results in a file: one JSON object, or one a line (``--append-result`` appends each
+    run's result to the file after a newline)."""
+    if doc.kind == "json":
+        return [doc.json] if _is_vllm_dict(doc.json) else []
+    if doc.kind == "jsonl" and doc.lines:
+        records = [record for _, record in doc.lines]
+        return records if all(_is_vllm_dict(r) for r in records) else []
+    return []
+
+
 def detect(doc: Document) -> str | None:
-    """``"requests"`` for a vLLM result with per-request arrays, ``"summary"`` without them.
+    """``"requests"`` for a vLLM result with per-request arrays, ``"summary"`` without them (a
+    file of several, one a line: ``"requests"`` when every one has them).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    if doc.kind != "json" or not _is_vllm_dict(doc.json):
+    runs = _runs(doc)
+    if not runs:
         return None
-    return "requests" if all(k in doc.json for k in PER_REQUEST) else "summary"
+    return "requests" if all(all(k in r for k in PER_REQUEST) for r in runs) else "summary"
+
+
+def _index(runs: list, benchmark) -> int | None:
+    """``benchmark`` (a run's index, negative from the end) checked against the file."""
+    if benchmark is None:
+        return None
+    count = len(runs)
+    if isinstance(benchmark, bool) or not isinstance(benchmark, int):
+        raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
+    if not -count <= benchmark < count:
+        raise ValueError(f"benchmark={benchmark!r}: the file holds {count} result(s)")
+    return benchmark % count
 
 
 def arrays_to_frame(
@@ -160,12 +187,15 @@ def arrays_to_frame(
     return frame, assumptions, starts_known
 
 
-def read(doc: Document) -> Imported:
+def read(doc: Document, benchmark: int | None = None) -> Imported:
     """A vLLM result with per-request arrays → ``Imported``; the run window is ``duration``.
+    A file ``--append-result`` wrote holds one result a line: every run (column ``benchmark``
+    says which; their ``start_times`` share the machine's monotonic clock) or only run
+    ``benchmark`` (an index).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    data = doc.json
+    runs = _runs(doc)
     if detect(doc) == "summary":
         raise problem(
             doc.name,
@@ -174,9 +204,23 @@ def read(doc: Document) -> Imported:
             "serve with --save-result --save-detailed, or read its aggregates with "
             "llminfer.read_summary()",
         )
-    frame, assumptions, starts_known = arrays_to_frame(data, doc, "vllm")
-    window = data.get("duration")
-    window = number(window, doc.name, "field 'duration'") if window is not None else None
+    only = _index(runs, benchmark)
+    several = len(runs) > 1
+    frames, assumptions, windows, starts_known = [], [], [], True
+    for b, data in enumerate(runs):
+        if only is not None and b != only:
+            continue
+        where = f"line {doc.lines[b][0]}" if several else ""
+        frame, said, known = arrays_to_frame(data, doc, f"vllm-{b}" if several else "vllm", where)
+        if several:
+            frame["benchmark"] = b
+        frames.append(frame)
+        assumptions += [a for a in said if a not in assumptions]
+        starts_known = starts_known and known
+        window = data.get("duration")
+        at = f"{where}, field 'duration'" if where else "field 'duration'"
+        windows.append(number(window, doc.name, at) if window is not None else None)
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if starts_known:
         assumptions.insert(
             0,
@@ -191,17 +235,27 @@ def read(doc: Document) -> Imported:
             "is 0), so latencies are exact but arrivals, load over time and queueing can't be "
             "told",
         )
+    window = windows[0] if len(windows) == 1 else None
     if window is not None:
         assumptions.append(f"run window = the file's duration, {window:.6g} s (vLLM's own)")
+    if several and only is None:
+        assumptions.append(
+            f"{len(runs)} results in one file (--append-result), one a line: filter column "
+            "'benchmark' (or pass benchmark=), each run's rates are over its own duration"
+        )
     return Imported(frame, assumptions, window, starts_known)
 
 
-def read_summary(doc: Document) -> ToolSummary:
-    """The run figures of any vLLM result JSON, with or without per-request arrays.
+def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
+    """The run figures of any vLLM result JSON, with or without per-request arrays; of a file
+    ``--append-result`` wrote, run ``benchmark`` (an index; the last by default), whose rules
+    name that run (``rules.benchmark``) and its duration (``rules.rate_window_s``).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    data = doc.json
+    runs = _runs(doc)
+    index = _index(runs, -1 if benchmark is None else benchmark)
+    data = runs[index]
     values, names = {}, {}
 
     def put(key: str, name: str, scale: float = 1.0) -> None:
@@ -247,4 +301,11 @@ def read_summary(doc: Document) -> ToolSummary:
         "vLLM's duration runs from the first request sent to the last response, arrival "
         "period included; rates are per that duration",
     )
-    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes, rules=VLLM)
+    rules = VLLM
+    if len(runs) > 1:
+        notes += (
+            f"{len(runs)} results in the file (--append-result): figures of result {index} "
+            "(pass benchmark= for another); compare_definitions uses that run's requests",
+        )
+        rules = replace(VLLM, benchmark=index, rate_window_s=values.get("window_s"))
+    return ToolSummary(FORMAT, doc.name, values, names, definitions, notes, rules=rules)
