@@ -54,6 +54,11 @@ LIVE = [
     ),
     ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", None, None),
     ("guidellm_0_8_1_non_streaming_yaml_csv/benchmarks.yaml.gz", "benchmarks.csv", None),
+    # AIPerf with --goodput: its thresholds are in the aggregate JSON's input_config.slos
+    *(
+        ("aiperf_0_13_goodput/profile_export.jsonl", summary, None)
+        for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
+    ),
     # two vLLM runs appended to one file (--append-result: one result a line)
     *(("vllm_0_33_bench_serve_append_result.json", None, i) for i in (0, 1, None)),
 ]
@@ -270,3 +275,38 @@ def test_vllm_results_appended_to_one_file_are_read_one_run_at_a_time():
         read_requests(FIX / "vllm_0_33_bench_serve.json", benchmark=1)
     with pytest.raises(ValueError, match="an export of aiperf holds one run"):
         read_requests(FIX / "aiperf_0_13_streaming/profile_export.jsonl", benchmark=0)
+
+
+def test_vllm_goodput_is_reproduced_from_the_thresholds_it_was_run_with():
+    """vLLM's file holds its goodput but not the --goodput thresholds (ttft:60 tpot:15
+    e2el:300, fixtures/README.md): given them, the goodput is recomputed by vLLM's rule."""
+    name = FIX / "vllm_0_33_bench_serve_goodput.json"
+    log, tool = read_requests(name), read_summary(name)
+    blind = compare_definitions(log, tool)
+    assert math.isnan(blind.loc["goodput_rps", "llminfer_value"])
+    assert "slo=" in blind.loc["goodput_rps", "note"]
+    slo = {"ttft_s": 0.060, "tpot_s": 0.015, "e2e_s": 0.300}
+    table = compare_definitions(log, tool, slo=slo)
+    assert table.loc["goodput_rps", "rel_diff"] == pytest.approx(0, abs=1e-9)
+    assert (table["rel_diff"].abs() < 1e-3).all()
+    assert "meets every threshold" in table.loc["goodput_rps", "note"]
+    # a stricter TTFT counts fewer good requests, so the figure is not a copy of the tool's
+    strict = compare_definitions(log, tool, slo={**slo, "ttft_s": 0.03})
+    assert strict.loc["goodput_rps", "llminfer_value"] < tool.values["goodput_rps"]
+    for bad, message in (({"ttft": 0.06}, "not a goodput metric"), ({"ttft_s": -1}, "positive")):
+        with pytest.raises(ValueError, match=message):
+            compare_definitions(log, tool, slo=bad)
+    with pytest.raises(ValueError, match="applies to a tool's summary"):
+        compare_definitions(log, slo=slo)
+
+
+def test_aiperf_goodput_thresholds_come_from_its_file():
+    folder = FIX / "aiperf_0_13_goodput"
+    tool = read_summary(folder / "profile_export.jsonl")
+    assert tool.rules.slo == {"ttft_s": 0.060, "itl_s": 0.015}  # --goodput in ms
+    assert read_summary(folder / "profile_export_aiperf.csv").rules.slo == tool.rules.slo
+    log = read_requests(folder / "profile_export.jsonl")
+    loose = compare_definitions(log, tool, slo={"ttft_s": 10.0})  # everyone is good
+    assert loose.loc["goodput_rps", "llminfer_value"] == pytest.approx(
+        loose.loc["rps", "llminfer_value"]
+    )

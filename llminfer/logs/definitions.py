@@ -15,7 +15,7 @@ import pandas as pd
 from llminfer.logs.chunks import chunk_gaps
 from llminfer.logs.metrics import _as_log, request_metrics
 from llminfer.logs.quantiles import weighted_percentile
-from llminfer.logs.rules import reproduce, rows_of
+from llminfer.logs.rules import check_goodput_slo, reproduce, rows_of
 from llminfer.logs.schema import RequestLog
 from llminfer.logs.summary import summarize
 
@@ -113,7 +113,9 @@ def _per_request(log: RequestLog) -> tuple[dict, dict[str, str]]:
     return samples, notes
 
 
-def compare_definitions(log: RequestLog | pd.DataFrame, tool=None) -> pd.DataFrame:
+def compare_definitions(
+    log: RequestLog | pd.DataFrame, tool=None, slo: dict[str, float] | None = None
+) -> pd.DataFrame:
     """TPOT/ITL as vLLM, GenAI-Perf/AIPerf, llmperf, GuideLLM and SGLang define them (seconds).
 
     Index ``vllm_tpot, vllm_itl, genai_perf_itl, llmperf_itl, guidellm_tpot, guidellm_itl,
@@ -136,9 +138,18 @@ def compare_definitions(log: RequestLog | pd.DataFrame, tool=None) -> pd.DataFra
     ~0; ``llminfer_own`` is llminfer's own figure, ``same_definition`` says whether the two
     agree by definition and ``note`` names each rule that differs.
 
+    ``slo``: the thresholds the tool's goodput was counted with, when its file does not hold
+    them (vLLM's ``--goodput ttft:60 tpot:15`` is ``{"ttft_s": 0.06, "tpot_s": 0.015}``;
+    AIPerf's aggregate JSON holds its own): ``llminfer.logs.rules.GOODPUT_METRICS`` names,
+    seconds (``itl_tps`` tokens/s). The goodput is then recomputed by the tool's rules.
+
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     log = _as_log(log)
+    if slo is not None:
+        if tool is None or getattr(tool, "rules", None) is None:
+            raise ValueError("slo= applies to a tool's summary with its rules (read_summary)")
+        tool = replace(tool, rules=replace(tool.rules, slo=check_goodput_slo(dict(slo))))
     if tool is not None:
         return _against_tool(log, tool)
     samples, notes = _per_request(log)
@@ -220,8 +231,17 @@ def _rule_differences(key: str, tool) -> list[str]:
             said.append(f"{name} counts only requests in its measured window.")
     elif rules.window == "phase" and key in _RATES and key != "window_s":
         said.append(f"{name} divides by its profiling phase's start → end, not its duration.")
-    if key == "goodput_rps":
-        said.append(f"{name}'s goodput needs its SLO, which the file does not hold.")
+    if key == "goodput_rps" and not rules.slo:
+        said.append(
+            f"{name}'s goodput needs its SLO, which the file does not hold: pass the thresholds "
+            "it was run with, compare_definitions(log, summary, slo={'ttft_s': 0.06, …})."
+        )
+    elif key == "goodput_rps":
+        said.append(
+            f"{name} counts a request good when it meets every threshold ("
+            + ", ".join(f"{k} {v:g}" for k, v in rules.slo.items())
+            + ")."
+        )
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
     key_note = tool.key_notes.get(key, "")

@@ -55,8 +55,10 @@ class ToolRules:
     holding several); ``weighted``: token-weighted TPOT/ITL
     (GuideLLM); ``benchmark``: only the log's rows of this ``benchmark`` (a file holding
     several); ``resolution``: the quantum of each figure as the tool printed it (a CSV's two
-    decimals), in llminfer's units, to round llminfer's value the same way; ``text``: the
-    rules in words.
+    decimals), in llminfer's units, to round llminfer's value the same way; ``slo``: the
+    thresholds the tool's goodput was counted with (``GOODPUT_METRICS``: ``ttft_s``,
+    ``tpot_s``, ``itl_s``, ``e2e_s`` in seconds, at most; ``itl_tps`` tokens/s per user, at
+    least), empty when unknown; ``text``: the rules in words.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -69,6 +71,7 @@ class ToolRules:
     weighted: bool = False
     benchmark: int | None = None
     resolution: dict[str, float] = field(default_factory=dict)
+    slo: dict[str, float] = field(default_factory=dict)
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -78,6 +81,66 @@ class ToolRules:
             raise ValueError(f"window={self.window!r}: use one of {WINDOWS}")
         if self.e2e_end not in ("last_token", "response_end"):
             raise ValueError(f"e2e_end={self.e2e_end!r}: use 'last_token' or 'response_end'")
+        check_goodput_slo(self.slo)
+
+
+#: What a tool's goodput can be counted on, in llminfer's names: a latency in seconds that a
+#: good request stays at or under, or ``itl_tps`` (1 / ITL, tokens/s per user: AIPerf's
+#: ``output_token_throughput_per_user``) that it reaches at least.
+GOODPUT_METRICS = {
+    "ttft_s": "TTFT (s)",
+    "tpot_s": "TPOT, (E2E − TTFT)/(N − 1) (s)",
+    "itl_s": "ITL, (E2E − TTFT)/(N − 1) (s)",
+    "e2e_s": "E2E (s)",
+    "itl_tps": "tokens/s per user, 1 / ITL (at least)",
+}
+
+
+def check_goodput_slo(slo) -> dict[str, float]:
+    """``slo`` (``{metric: threshold}``, ``GOODPUT_METRICS``' names) checked: a dict of
+    positive finite numbers; ValueError names what is wrong.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if not isinstance(slo, dict):
+        raise ValueError(f"slo={slo!r} must be a dict of {{metric: threshold}}")
+    for name, value in slo.items():
+        if name not in GOODPUT_METRICS:
+            raise ValueError(
+                f"slo: {name!r} is not a goodput metric; use {', '.join(GOODPUT_METRICS)}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"slo: {name}={value!r} must be a number")
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"slo: {name}={value!r} must be positive and finite")
+    return slo
+
+
+def good_requests(rules: ToolRules, ok, ttft, e2e, decode_per_token, n_out) -> np.ndarray:
+    """Which requests meet every threshold of ``rules.slo`` (arrays, one entry per request;
+    ``decode_per_token`` is (E2E − TTFT)/(N − 1), NaN for N ≤ 1). A request of one token has
+    a TPOT of 0 to vLLM (``calculate_metrics``: "if output_len <= 1, we regard tpot as 0 for
+    goodput") and no ITL to AIPerf (``NoMetricValue``: not good). At most / at least, as both
+    tools compare (``s >= r``; ``_passes``).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    per_token = (
+        np.where(n_out <= 1, 0.0, decode_per_token) if rules.tool == "vllm" else (decode_per_token)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = {
+            "ttft_s": ttft,
+            "e2e_s": e2e,
+            "tpot_s": per_token,
+            "itl_s": per_token,
+            "itl_tps": 1.0 / per_token,
+        }
+    good = np.asarray(ok, bool).copy()
+    for name, threshold in rules.slo.items():
+        value = values[name]
+        good &= (value >= threshold) if name == "itl_tps" else (value <= threshold)
+    return good
 
 
 VLLM = ToolRules(
@@ -199,8 +262,9 @@ def rows_of(log: RequestLog, rules: ToolRules) -> pd.DataFrame:
 
 def reproduce(log: RequestLog, tool) -> dict[str, float]:
     """Every figure of ``tool`` (a ``ToolSummary`` with ``rules``) recomputed from ``log`` by
-    the tool's own rules: same requests, window, E2E end, weights and percentile method. A
-    figure the log cannot give (a goodput without the SLO) is NaN. Seconds, per second, counts.
+    the tool's own rules: same requests, window, E2E end, weights and percentile method;
+    goodput over ``rules.slo`` (``good_requests``). A figure the log cannot give (a goodput
+    without the SLO) is NaN. Seconds, per second, counts.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -266,6 +330,9 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         rates["output_tps"] = n_out[ok].sum() / per
         rates["input_tps"] = n_in[ok].sum() / per
         rates["total_tps"] = (n_out[ok].sum() + n_in[ok].sum()) / per
+        if rules.slo:  # the tool's own thresholds, from its file or its user
+            good = good_requests(rules, ok, ttft, e2e, decode_per_token, n_out)
+            rates["goodput_rps"] = good.sum() / per
     counts = {
         "n_requests": float(counted.sum()),
         "n_failed": float((counted & ~ok).sum()),

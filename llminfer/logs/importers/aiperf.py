@@ -276,7 +276,8 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
                     definitions[key] = definition
         elif name in _RATES and isinstance(stats.get("avg"), (int, float)):
             values[_RATES[name]], names[_RATES[name]] = float(stats["avg"]), f"{name}.avg"
-    rules = replace(AIPERF, rate_window_s=_phase_seconds(doc.json))
+    slo, unread = _slos(doc.json)
+    rules = replace(AIPERF, rate_window_s=_phase_seconds(doc.json), slo=slo)
     if "n_ok" in values:  # AIPerf's request_count counts valid requests only
         ok, ok_name = values.pop("n_ok"), names.pop("n_ok")
         values["n_requests"] = ok + values.get("n_failed", 0.0)
@@ -287,6 +288,11 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
         f"{tool} counts output tokens with the client's tokenizer unless told to use the "
         "server's usage",
     )
+    if unread:
+        notes += (
+            f"{tool}'s goodput counts SLOs on {', '.join(unread)}, which llminfer does not "
+            "recompute: its goodput is not reproduced",
+        )
     if tool != FORMAT:
         rules = None
     elif rules.rate_window_s is None:
@@ -295,6 +301,33 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
             "is taken as benchmark_duration, which it is not (AIPerf divides by the phase)",
         )
     return ToolSummary(tool, doc.name, values, names, definitions, notes, rules=rules)
+
+
+#: AIPerf's ``--goodput`` metric tags llminfer recomputes (``input_config.slos``, in each
+#: metric's display unit: ms for times), with the factor to llminfer's ``GOODPUT_METRICS``.
+_SLO_TAGS = {
+    "time_to_first_token": ("ttft_s", 1e-3),
+    "inter_token_latency": ("itl_s", 1e-3),
+    "request_latency": ("e2e_s", 1e-3),
+    "output_token_throughput_per_user": ("itl_tps", 1.0),
+}
+
+
+def _slos(data) -> tuple[dict[str, float], list[str]]:
+    """The goodput thresholds of an aggregate JSON's ``input_config.slos`` (``--goodput
+    "time_to_first_token:60 inter_token_latency:15"``) in llminfer's names and units, and the
+    tags it cannot recompute (then none is kept: the goodput needs all of them)."""
+    config = data.get("input_config") if isinstance(data, dict) else None
+    slos = config.get("slos") if isinstance(config, dict) else None
+    if not isinstance(slos, dict) or not slos:
+        return {}, []
+    unread = sorted(tag for tag in slos if tag not in _SLO_TAGS)
+    numbers = all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in slos.values()
+    )
+    if unread or not numbers:
+        return {}, unread or [str(slos)]
+    return {_SLO_TAGS[tag][0]: float(v) * _SLO_TAGS[tag][1] for tag, v in slos.items()}, []
 
 
 def _phase_seconds(data) -> float | None:

@@ -285,7 +285,8 @@ def read_aiperf_summary_csv(path) -> ToolSummary:
     """AIPerf's ``profile_export_aiperf.csv`` (its GPU-telemetry section skipped) →
     ``ToolSummary`` labelled ``aiperf``, with AIPerf's rules; figures have two decimals, and
     ``rules.resolution`` rounds llminfer's the same way. The rate denominator (the profiling
-    phase) is read from ``profile_export_aiperf.json`` or ``phase_manifest.json`` beside it.
+    phase) is read from ``profile_export_aiperf.json`` or ``phase_manifest.json`` beside it,
+    and the goodput's thresholds (``input_config.slos``) from the JSON.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -296,7 +297,7 @@ def read_aiperf_summary_csv(path) -> ToolSummary:
     if sibling.is_file():
         own = load(sibling).json
         if isinstance(own, dict):
-            data.update({k: own[k] for k in ("start_time", "end_time") if k in own})
+            data.update({k: own[k] for k in ("start_time", "end_time", "input_config") if k in own})
     elif manifest.is_file():
         phases = (load(manifest).json or {}).get("phases") or []
         profiling = [
