@@ -59,6 +59,9 @@ LIVE = [
         ("aiperf_0_13_goodput/profile_export.jsonl", summary, None)
         for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
     ),
+    # GuideLLM 0.8.1 with goodput objectives (config.slo): goodput and attainment too
+    ("guidellm_0_8_1_goodput/benchmarks.json.gz", None, None),
+    ("guidellm_0_8_1_goodput/benchmarks.json.gz", "benchmarks.csv", None),
     # two vLLM runs appended to one file (--append-result: one result a line)
     *(("vllm_0_33_bench_serve_append_result.json", None, i) for i in (0, 1, None)),
 ]
@@ -310,3 +313,29 @@ def test_aiperf_goodput_thresholds_come_from_its_file():
     assert loose.loc["goodput_rps", "llminfer_value"] == pytest.approx(
         loose.loc["rps", "llminfer_value"]
     )
+
+
+def test_guidellm_goodput_and_attainment_by_its_objectives():
+    folder = FIX / "guidellm_0_8_1_goodput"
+    log = read_requests(folder / "benchmarks.json.gz")
+    for summary in ("benchmarks.json.gz", "benchmarks.csv"):
+        tool = read_summary(folder / summary)
+        assert tool.rules.slo == pytest.approx({"ttft_s": 0.1, "tpot_s": 0.011, "e2e_s": 0.28})
+        assert 0 < tool.values["good_fraction"] < 1  # some requests miss: a real test
+        table = compare_definitions(log, tool)
+        assert abs(table.loc["goodput_rps", "rel_diff"]) < 1e-9
+        assert abs(table.loc["good_fraction", "rel_diff"]) < 1e-9
+        assert "errored ones as not good" in table.loc["good_fraction", "note"]
+    # tighter objectives, fewer good requests: recomputed, not copied
+    tight = compare_definitions(log, tool, slo={"ttft_s": 0.05})
+    assert tight.loc["good_fraction", "llminfer_value"] < tool.values["good_fraction"]
+
+
+def test_guidellm_sampled_requests_are_said_not_reproducible():
+    name = FIX / "guidellm_0_8_1_sampled" / "benchmarks.json.gz"
+    log, tool = read_requests(name), read_summary(name)
+    assert len(log) == 3
+    assert any("lists 3 of the 30 requests" in a for a in log.source.assumptions)
+    table = compare_definitions(log, tool)
+    assert not table["same_definition"].any()
+    assert table["note"].str.contains("sample of 3 of the 30 requests").all()

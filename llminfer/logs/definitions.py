@@ -236,11 +236,17 @@ def _rule_differences(key: str, tool) -> list[str]:
             f"{name}'s goodput needs its SLO, which the file does not hold: pass the thresholds "
             "it was run with, compare_definitions(log, summary, slo={'ttft_s': 0.06, …})."
         )
-    elif key == "goodput_rps":
+    elif key in ("goodput_rps", "good_fraction") and rules.slo:
         said.append(
             f"{name} counts a request good when it meets every threshold ("
             + ", ".join(f"{k} {v:g}" for k, v in rules.slo.items())
-            + ")."
+            + ")"
+            + (
+                "; its attainment leaves out requests a threshold cannot be read for (one "
+                "token: no ITL) and counts errored ones as not good."
+                if rules.window == "measure"
+                else "."
+            )
         )
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")

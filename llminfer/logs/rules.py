@@ -116,18 +116,22 @@ def check_goodput_slo(slo) -> dict[str, float]:
     return slo
 
 
-def good_requests(rules: ToolRules, ok, ttft, e2e, decode_per_token, n_out) -> np.ndarray:
-    """Which requests meet every threshold of ``rules.slo`` (arrays, one entry per request;
-    ``decode_per_token`` is (E2E − TTFT)/(N − 1), NaN for N ≤ 1). A request of one token has
-    a TPOT of 0 to vLLM (``calculate_metrics``: "if output_len <= 1, we regard tpot as 0 for
-    goodput") and no ITL to AIPerf (``NoMetricValue``: not good). At most / at least, as both
-    tools compare (``s >= r``; ``_passes``).
+def good_requests(
+    rules: ToolRules, ok, ttft, e2e, decode_per_token, n_out
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(good, measured)``: which requests meet every threshold of ``rules.slo``, and which
+    have every thresholded figure at all (arrays, one entry per request; ``decode_per_token``
+    is (E2E − TTFT)/(N − 1), NaN for N ≤ 1). A request of one token has a TPOT of 0 to vLLM
+    (``calculate_metrics``: "if output_len <= 1, we regard tpot as 0 for goodput"), no ITL to
+    AIPerf (``NoMetricValue``: not good) and to GuideLLM (undetermined: ``is_conforming``
+    gives None, and the request is out of its attainment's count). At most / at least, as
+    the tools compare (``s >= r``; ``_passes``; ``value > objective`` fails).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
-    per_token = (
-        np.where(n_out <= 1, 0.0, decode_per_token) if rules.tool == "vllm" else (decode_per_token)
-    )
+    per_token = decode_per_token
+    if rules.tool == "vllm":
+        per_token = np.where(n_out <= 1, 0.0, decode_per_token)
     with np.errstate(divide="ignore", invalid="ignore"):
         values = {
             "ttft_s": ttft,
@@ -137,10 +141,12 @@ def good_requests(rules: ToolRules, ok, ttft, e2e, decode_per_token, n_out) -> n
             "itl_tps": 1.0 / per_token,
         }
     good = np.asarray(ok, bool).copy()
+    measured = good.copy()
     for name, threshold in rules.slo.items():
         value = values[name]
+        measured &= np.isfinite(value)
         good &= (value >= threshold) if name == "itl_tps" else (value <= threshold)
-    return good
+    return good, measured
 
 
 VLLM = ToolRules(
@@ -316,6 +322,17 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         rates["input_tps"] = (
             _prompt_tokens(first, response_end, n_in, ok & counted, lo, hi) / length
         )
+        if rules.slo:  # GuideLLM's _compile_goodput over the window's requests
+            ttft_known = np.where(streamed, ttft, np.nan)  # not streamed: no TTFT
+            good, measured = good_requests(
+                rules, ok & counted, ttft_known, e2e, decode_per_token, n_out
+            )
+            error = requests["error"].astype(str).to_numpy() if "error" in requests else []
+            errored = counted & ~ok & (np.asarray(error) == "errored")
+            determined = int(measured.sum() + errored.sum())
+            inside = (response_end >= lo) & (response_end <= hi)
+            rates["goodput_rps"] = (good & inside).sum() / length
+            rates["good_fraction"] = good.sum() / determined if determined else math.nan
     else:
         if rules.window == "duration" and rules.rate_window_s:  # one run of several
             window = float(rules.rate_window_s)
@@ -331,7 +348,7 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         rates["input_tps"] = n_in[ok].sum() / per
         rates["total_tps"] = (n_out[ok].sum() + n_in[ok].sum()) / per
         if rules.slo:  # the tool's own thresholds, from its file or its user
-            good = good_requests(rules, ok, ttft, e2e, decode_per_token, n_out)
+            good, _ = good_requests(rules, ok, ttft, e2e, decode_per_token, n_out)
             rates["goodput_rps"] = good.sum() / per
     counts = {
         "n_requests": float(counted.sum()),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -111,6 +112,50 @@ def _index(doc: Document, benchmark) -> int | None:
     return _checked_index(count, benchmark)
 
 
+def _made(bench: dict) -> int | None:
+    """How many requests a benchmark made: ``request_totals.total`` (up to v0.4; in a file that
+    lists only measured requests), ``run_stats.requests_made.total`` (v0.2–0.3) or, from v0.5,
+    ``scheduler_state.processed_requests`` (warm-up and cool-down ones too, as listed)."""
+    for totals in (
+        bench.get("request_totals"),
+        (bench.get("run_stats") or {}).get("requests_made"),
+        {"total": (bench.get("scheduler_state") or {}).get("processed_requests")},
+    ):
+        if isinstance(totals, dict):
+            total = totals.get("total")
+            if isinstance(total, (int, float)) and not isinstance(total, bool):
+                return int(total)
+    return None
+
+
+def _sample_size(bench: dict) -> int | None:
+    """``--metrics sample_size=N`` (v0.8: requests kept per status), None when all are kept."""
+    size = (bench.get("config") or {}).get("sample_size")
+    return int(size) if isinstance(size, int) and not isinstance(size, bool) else None
+
+
+def _listed(bench: dict) -> int:
+    requests = bench.get("requests") or {}
+    return sum(len(requests.get(s) or []) for s in _STATUSES if isinstance(requests, dict))
+
+
+#: GuideLLM's goodput objectives (``GoodputSLO``: ms, at most) in llminfer's names: its
+#: ``tpot_ms`` is compared with each request's inter-token latency, (last − first)/(N − 1).
+_SLO_NAMES = {"ttft_ms": "ttft_s", "tpot_ms": "tpot_s", "e2el_ms": "e2e_s"}
+
+
+def _slo(bench: dict) -> dict[str, float]:
+    """A benchmark's goodput objectives (``config.slo``, v0.8) in seconds, or {} when none."""
+    slo = (bench.get("config") or {}).get("slo")
+    if not isinstance(slo, dict):
+        return {}
+    return {
+        _SLO_NAMES[k]: float(v) * 1e-3
+        for k, v in slo.items()
+        if k in _SLO_NAMES and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+    }
+
+
 def _checked_index(count: int, benchmark) -> int:
     if isinstance(benchmark, bool) or not isinstance(benchmark, int):
         raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
@@ -137,7 +182,7 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
             "is a GuideLLM benchmarks.json without per-request data "
             "(requests were not saved): read its aggregates with llminfer.read_summary()",
         )
-    rows, assumptions, left_out, outside, streamless = [], [], 0, 0, 0
+    rows, assumptions, left_out, outside, streamless, sampled = [], [], 0, 0, 0, []
     only = _index(doc, benchmark)
     for b, bench in enumerate(doc.json["benchmarks"]):
         if only is not None and b != only:
@@ -210,9 +255,11 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
                         ),
                     }
                 )
-        totals = bench.get("request_totals") or (bench.get("run_stats") or {}).get("requests_made")
-        if isinstance(totals, dict) and isinstance(totals.get("total"), (int, float)):
-            left_out += max(0, int(totals["total"]) - listed)
+        made = _made(bench)
+        if made is not None and made > listed:
+            left_out += made - listed
+            if _sample_size(bench) is not None:
+                sampled.append((b, listed, made))
     if not rows:
         raise problem(doc.name, "benchmarks[*].requests", "holds no requests")
     frame = pd.DataFrame(rows)
@@ -234,7 +281,13 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
             "cool-down): they are in the log, and out of GuideLLM's own metrics "
             "(compare_definitions applies its window)"
         )
-    if left_out:
+    for b, listed, made in sampled:
+        assumptions.append(
+            f"benchmark {b} lists {listed} of the {made} requests GuideLLM made (--metrics "
+            f"sample_size={_sample_size(doc.json['benchmarks'][b])}): its own figures cover "
+            "them all, so this file cannot reproduce them (compare_definitions says so)"
+        )
+    if left_out and not sampled:
         assumptions.append(
             f"{left_out} request(s) counted in request_totals are not listed (warm-up/cool-down "
             "exclusion or --sample-requests)"
@@ -293,6 +346,16 @@ def _summary_of(source: str, bench: dict, index: int, count: int) -> ToolSummary
         values["n_requests"], names["n_requests"] = float(totals["total"]), "request_totals.total"
         values["n_failed"] = float(totals["errored"] + totals["incomplete"])
         names["n_failed"] = "request_totals.errored + incomplete"
+    goodput = ((metrics.get("request_goodput") or {}).get("successful") or {}).get("mean")
+    if isinstance(goodput, (int, float)) and not isinstance(goodput, bool):
+        values["goodput_rps"] = float(goodput)
+        names["goodput_rps"] = "metrics.request_goodput.successful.mean"
+    attainment = metrics.get("slo_attainment")
+    if isinstance(attainment, (int, float)) and not isinstance(attainment, bool):
+        values["good_fraction"], names["good_fraction"] = (
+            float(attainment),
+            "metrics.slo_attainment",
+        )
     lo, hi = _window(bench)
     if math.isfinite(hi - lo) and "scheduler_metrics" in bench:
         values["window_s"] = hi - lo
@@ -309,8 +372,19 @@ def _summary_of(source: str, bench: dict, index: int, count: int) -> ToolSummary
             f"{count} benchmarks in the file: figures of benchmark {index} (pass "
             "benchmark= for another); compare_definitions uses that benchmark's requests",
         )
-    rules = replace(GUIDELLM, benchmark=index)
-    return ToolSummary(FORMAT, source, values, names, definitions, notes, rules=rules)
+    rules = replace(GUIDELLM, benchmark=index, slo=_slo(bench))
+    key_notes = {}
+    made, listed = _made(bench), _listed(bench)
+    if _sample_size(bench) is not None and made is not None and listed < made:
+        sample = (
+            f"the file lists a sample of {listed} of the {made} requests (--metrics "
+            f"sample_size={_sample_size(bench)}): GuideLLM's figure covers them all, so it "
+            "cannot be reproduced from the file"
+        )
+        key_notes = dict.fromkeys(values, sample)
+    summary = ToolSummary(FORMAT, source, values, names, definitions, notes, rules=rules)
+    summary.key_notes = key_notes
+    return summary
 
 
 #: GuideLLM's ``benchmarks.csv`` (written beside ``benchmarks.json`` by default from 0.5 on): a
@@ -360,6 +434,17 @@ def _csv_benchmarks(path: Path) -> list[dict]:
             raise problem(path, f"line {line}", f"has {len(row)} cells, the header {len(columns)}")
         out.append(dict(zip(columns, row, strict=True)))
     return out
+
+
+def _csv_config(arguments: str | None) -> dict:
+    """The goodput objectives of a CSV row's ``Runtime Info / Arguments`` (the run's arguments
+    as JSON: ``spec.metrics.slo``), as a benchmark's ``config`` gives them; {} without."""
+    try:
+        spec = json.loads(arguments or "{}").get("spec") or {}
+        slo = (spec.get("metrics") or {}).get("slo")
+    except (ValueError, AttributeError):
+        return {}
+    return {"slo": slo} if isinstance(slo, dict) else {}
 
 
 def _csv_number(cell: str, path: Path, where: str) -> float:
@@ -428,7 +513,17 @@ def read_summary_csv(path: str | Path, benchmark: int | None = None) -> ToolSumm
         }
         names["request_totals.total"] = "Request Counts / Total"
         names["request_totals.errored + incomplete"] = "Request Counts / Errored + Incomplete"
-    bench: dict = {"metrics": metrics}
+    goodput = cell("Server Throughput", "Successful Goodput/Sec", "mean")
+    if goodput is not None:
+        where = "Server Throughput / Successful Goodput/Sec / mean"
+        metrics["request_goodput"] = {"successful": {"mean": _csv_number(goodput, path, where)}}
+        names["metrics.request_goodput.successful.mean"] = where
+    attainment = cell("Server Throughput", "SLO Attainment", "")
+    if attainment is not None:
+        where = "Server Throughput / SLO Attainment"
+        metrics["slo_attainment"] = _csv_number(attainment, path, where)
+        names["metrics.slo_attainment"] = where
+    bench: dict = {"metrics": metrics, "config": _csv_config(cell("Runtime Info", "Arguments", ""))}
     duration = cell("Timings", "Duration", "Sec")
     if duration is not None:
         window = _csv_number(duration, path, "Timings / Duration")
