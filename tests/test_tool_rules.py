@@ -8,6 +8,7 @@ import math
 import urllib.request
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from llminfer import compare_definitions, read_requests, read_summary
@@ -62,6 +63,12 @@ LIVE = [
     # GuideLLM 0.8.1 with goodput objectives (config.slo): goodput and attainment too
     ("guidellm_0_8_1_goodput/benchmarks.json.gz", None, None),
     ("guidellm_0_8_1_goodput/benchmarks.json.gz", "benchmarks.csv", None),
+    # AIPerf multi-turn conversations; vLLM with a linear ramp-up of the request rate
+    *(
+        ("aiperf_0_13_multi_turn/profile_export.jsonl", summary, None)
+        for summary in (None, "profile_export_aiperf.json", "profile_export_aiperf.csv")
+    ),
+    ("vllm_0_33_bench_serve_ramp_up.json", None, None),
     # two vLLM runs appended to one file (--append-result: one result a line)
     *(("vllm_0_33_bench_serve_append_result.json", None, i) for i in (0, 1, None)),
 ]
@@ -339,3 +346,39 @@ def test_guidellm_sampled_requests_are_said_not_reproducible():
     table = compare_definitions(log, tool)
     assert not table["same_definition"].any()
     assert table["note"].str.contains("sample of 3 of the 30 requests").all()
+
+
+def test_aiperf_raw_export_points_to_the_records_beside_it():
+    """--export-level raw adds profile_export_raw.jsonl (payloads and packets, no metrics;
+    the fixture keeps its first 3 lines): refused with the file to read instead, and its
+    summary is the aggregate beside it."""
+    raw = FIX / "aiperf_0_13_raw" / "profile_export_raw.jsonl"
+    with pytest.raises(ValueError, match=r"raw export .* read profile_export\.jsonl beside it"):
+        read_requests(raw)
+    assert read_summary(raw).values["n_requests"] == 12
+
+
+def test_vllm_peak_tokens_per_second_and_concurrency_follow_its_buckets():
+    """vLLM 0.33's "Peak output token throughput" and "Peak concurrent requests": one-second
+    buckets from the first start; both reproduced exactly, and both move when one request's
+    tokens are moved into one bucket."""
+    from llminfer.logs.rules import vllm_peaks
+
+    log = read_requests(FIX / "vllm_0_33_bench_serve_ramp_up.json")
+    tool = read_summary(FIX / "vllm_0_33_bench_serve_ramp_up.json")
+    requests = log.requests
+    ok = (requests["status"] == "ok").to_numpy()
+    assert vllm_peaks(requests, ok) == (
+        tool.values["peak_output_tps"],
+        tool.values["peak_concurrency"],
+    )
+    # a hand-made case: two requests, 0-1.5 s and 0.2-0.4 s, tokens at 0.1, 0.3 | 1.2
+    toy = pd.DataFrame(
+        {
+            "start_ts": [0.0, 0.2],
+            "end_ts": [1.5, 0.4],
+            "token_ts": [np.array([0.1, 0.3, 1.2]), np.array([0.3, 0.35, 0.4])],
+        }
+    )
+    assert vllm_peaks(toy, np.array([True, True])) == (5.0, 2.0)
+    assert vllm_peaks(toy, np.array([True, False])) == (2.0, 1.0)

@@ -248,6 +248,12 @@ def _rule_differences(key: str, tool) -> list[str]:
                 else "."
             )
         )
+    if key in ("peak_output_tps", "peak_concurrency"):
+        said.append(
+            f"{name}'s peak over one-second buckets from the first start: chunks arriving in "
+            "the bucket (output tokens/s), or requests active in it (concurrency); llminfer "
+            "has no such figure of its own."
+        )
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
     key_note = tool.key_notes.get(key, "")

@@ -266,6 +266,32 @@ def rows_of(log: RequestLog, rules: ToolRules) -> pd.DataFrame:
     return requests.reset_index(drop=True)
 
 
+def vllm_peaks(requests: pd.DataFrame, ok: np.ndarray) -> tuple[float, float]:
+    """vLLM's ``max_output_tokens_per_s`` and ``max_concurrent_requests``
+    (``calculate_metrics``, 0.33): one-second buckets from the first successful request's
+    start; every streamed token (chunk) of a successful request counts in the bucket of its
+    arrival, and a request counts as active in every bucket from its start's to its end's
+    (both included). The peaks are each one's largest bucket (not the same bucket).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    start, end = _column(requests, "start_ts")[ok], _column(requests, "end_ts")[ok]
+    if not ok.any() or "token_ts" not in requests.columns:
+        return 0.0, 0.0
+    origin = float(start.min())
+    buckets = int(np.ceil(float(end.max()) - origin)) + 1
+    tokens, active = np.zeros(buckets), np.zeros(buckets)
+    for times in requests.loc[ok, "token_ts"]:
+        if times is None:
+            continue
+        index = (np.asarray(times, dtype=float) - origin).astype(int)
+        index = index[(index >= 0) & (index < buckets)]
+        np.add.at(tokens, index, 1)
+    for a, b in zip((start - origin).astype(int), (end - origin).astype(int), strict=True):
+        active[a : b + 1] += 1
+    return float(tokens.max()), float(active.max())
+
+
 def reproduce(log: RequestLog, tool) -> dict[str, float]:
     """Every figure of ``tool`` (a ``ToolSummary`` with ``rules``) recomputed from ``log`` by
     the tool's own rules: same requests, window, E2E end, weights and percentile method;
@@ -350,6 +376,8 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         if rules.slo:  # the tool's own thresholds, from its file or its user
             good, _ = good_requests(rules, ok, ttft, e2e, decode_per_token, n_out)
             rates["goodput_rps"] = good.sum() / per
+        if rules.tool == "vllm" and {"peak_output_tps", "peak_concurrency"} & set(tool.values):
+            rates["peak_output_tps"], rates["peak_concurrency"] = vllm_peaks(requests, ok)
     counts = {
         "n_requests": float(counted.sum()),
         "n_failed": float((counted & ~ok).sum()),

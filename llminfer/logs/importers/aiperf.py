@@ -121,11 +121,31 @@ def _seconds(metrics: dict, names: tuple[str, ...], path, where: str):
     return None
 
 
+def _is_raw(doc: Document) -> bool:
+    """AIPerf's ``profile_export_raw.jsonl`` (``--export-level raw``): each request's payload
+    and the SSE packets it got back (``responses``), no ``metrics``."""
+    first = doc.lines[0][1] if doc.kind == "jsonl" and doc.lines else doc.json
+    return (
+        isinstance(first, dict)
+        and "responses" in first
+        and "payload" in first
+        and "metrics" not in first
+    )
+
+
 def read(doc: Document) -> Imported:
     """AIPerf records → ``Imported`` (warm-up records excluded and counted).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
+    if _is_raw(doc):
+        raise problem(
+            doc.name,
+            "",
+            "is AIPerf's raw export (--export-level raw: each request's payload and the packets "
+            "it got back, no metrics): read profile_export.jsonl beside it, which the same run "
+            "wrote with every request's metrics",
+        )
     if detect(doc) == "summary":
         raise problem(
             doc.name,
@@ -244,7 +264,7 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     if detect(doc) == "requests":  # records: the aggregate AIPerf wrote beside them
-        stem = doc.path.name.split(".")[0]
+        stem = doc.path.name.split(".")[0].removesuffix("_raw")  # the raw export's too
         sibling = doc.path.with_name(f"{stem}_aiperf.json")
         if not sibling.is_file():
             raise problem(

@@ -270,6 +270,8 @@ def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
     put("total_tps", "total_token_throughput")
     put("goodput_rps", "request_goodput")
     put("goodput_rps", "request_goodput:")  # the key as some 2024-25 versions spelt it
+    put("peak_output_tps", "max_output_tokens_per_s")  # 2026 on
+    put("peak_concurrency", "max_concurrent_requests")
     if "completed" in data:
         completed = number(data["completed"], doc.name, "field 'completed'")
         failed = data.get("failed")
