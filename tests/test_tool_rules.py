@@ -314,6 +314,7 @@ def test_aiperf_goodput_thresholds_come_from_its_file():
     folder = FIX / "aiperf_0_13_goodput"
     tool = read_summary(folder / "profile_export.jsonl")
     assert tool.rules.slo == {"ttft_s": 0.060, "itl_s": 0.015}  # --goodput in ms
+    assert tool.values["good_fraction"] == 0.2  # 4 good of 20: some miss, some meet
     assert read_summary(folder / "profile_export_aiperf.csv").rules.slo == tool.rules.slo
     log = read_requests(folder / "profile_export.jsonl")
     loose = compare_definitions(log, tool, slo={"ttft_s": 10.0})  # everyone is good

@@ -376,6 +376,8 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         if rules.slo:  # the tool's own thresholds, from its file or its user
             good, _ = good_requests(rules, ok, ttft, e2e, decode_per_token, n_out)
             rates["goodput_rps"] = good.sum() / per
+            # AIPerf's good_request_fraction: over every request, the failed ones too
+            rates["good_fraction"] = good.sum() / len(good) if len(good) else math.nan
         if rules.tool == "vllm" and {"peak_output_tps", "peak_concurrency"} & set(tool.values):
             rates["peak_output_tps"], rates["peak_concurrency"] = vllm_peaks(requests, ok)
     counts = {

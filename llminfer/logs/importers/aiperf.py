@@ -52,6 +52,8 @@ _RATES = {
     "request_count": "n_ok",
     "error_request_count": "n_failed",
     "goodput": "goodput_rps",
+    "good_request_fraction": "good_fraction",  # good / (request_count + error_request_count)
+    "goodrequestfraction": "good_fraction",  # the CSV's "GoodRequestFraction (ratio)"
 }
 
 
