@@ -59,7 +59,14 @@ run     model                     toy: 2 users | 8 users     llama-server: 2 | 8
 16:32   the same                  +29.8/-17.5 | -11.2/+12.7  -15.7/-1.1 | +13.1/-3.2
 16:34   the same                  -5.2/-17.0 | -9.0/+16.8    +3.0/+11.1 | +8.4/+6.7
 17:23   the same                  -0.2/+4.2 | +0.3/-12.1    -18.3/-4.8 | -6.4/+18.4
+12-03   fifth machine (Xeon 2.0)  +2.0/+1.5 | -23.9/+22.2   -19.4/+10.2 | -34.3/+10.5
+12-03*  the same, 6 min later     -6.3/+19.6 | +6.1/+9.5    -11.2/+0.7 | +2.6/-4.8
 ======  ========================  =========================  ===========================
+
+12-03 and 12-03* (2026-12-03 12:22 and 12:28 UTC, a 2-core Intel Xeon at 2.0 GHz, the suite
+about 2.6 times slower than on the EPYC machines): llama-server's 8-user TTFT measured 36.5 and
+38.1 ms, simulated 23.9 and 39.1 ms; the miss came with the closer fit to the three fitted loads
+(rms log error 0.086 against 0.126), so it is the model between the loads, not the optimiser.
 
 "one-row" (added after 14:21): ``StepModel.single_row_matmul_factor`` in the fit, the matrix
 products of a step of one token row as a multiple of the GEMM line; fitted on both servers at
