@@ -383,3 +383,27 @@ def test_vllm_peak_tokens_per_second_and_concurrency_follow_its_buckets():
     )
     assert vllm_peaks(toy, np.array([True, True])) == (5.0, 2.0)
     assert vllm_peaks(toy, np.array([True, False])) == (2.0, 1.0)
+
+
+def test_aiperf_time_to_second_token_and_tokens_per_user_are_recomputed():
+    """AIPerf's console shows TTST and output tokens/s per user: recomputed from the log's
+    chunk times and ITLs (not copied: moving one chunk moves the TTST)."""
+    folder = FIX / "aiperf_0_13_streaming"
+    log, tool = (
+        read_requests(folder / "profile_export.jsonl"),
+        read_summary(folder / "profile_export.jsonl"),
+    )
+    assert {"ttst_s_p50", "user_tps_mean"} <= set(tool.values)
+    table = compare_definitions(log, tool)
+    for key in ("ttst_s_mean", "ttst_s_p99", "user_tps_mean", "user_tps_p50"):
+        assert abs(table.loc[key, "rel_diff"]) < 1e-4, key
+        assert "llminfer has none of its own" in table.loc[key, "note"]
+    requests = log.requests.copy()
+    requests["token_ts"] = [
+        None if t is None else np.concatenate(([t[0]], t[1:] + 1.0)) for t in requests["token_ts"]
+    ]
+    moved = compare_definitions(requests, tool)
+    assert (
+        moved.loc["ttst_s_mean", "llminfer_value"]
+        > table.loc["ttst_s_mean", "llminfer_value"] + 0.9
+    )

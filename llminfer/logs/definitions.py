@@ -254,6 +254,11 @@ def _rule_differences(key: str, tool) -> list[str]:
             "the bucket (output tokens/s), or requests active in it (concurrency); llminfer "
             "has no such figure of its own."
         )
+    if key.startswith(("ttst_s", "user_tps")):
+        said.append(
+            f"{name}'s own figure (time to second token: the second chunk less the first; "
+            "output tokens/s per user: 1 / ITL per request); llminfer has none of its own."
+        )
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
     key_note = tool.key_notes.get(key, "")

@@ -389,6 +389,8 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         "ttft_s": (ttft[sets["ttft_s"]], None),
         "e2e_s": (e2e[sets["e2e_s"]], None),
     }
+    if {"ttst_s", "user_tps"} & {k.rsplit("_", 1)[0] for k in tool.values}:
+        samples.update(_aiperf_per_request(requests, ok, decode_per_token))
     definitions = getattr(tool, "definitions", {})
     for metric in ("tpot_s", "itl_s"):
         kind = next((v for k, v in definitions.items() if k.startswith(metric)), "vllm_tpot")
@@ -428,6 +430,23 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             value = round(value / quantum) * quantum
         out[key] = value
     return out
+
+
+def _aiperf_per_request(
+    requests: pd.DataFrame, ok: np.ndarray, decode_per_token: np.ndarray
+) -> dict[str, tuple[np.ndarray, None]]:
+    """AIPerf's time to second token (the second streamed chunk less the first, for a request
+    with two at least) and output tokens/s per user (1 / its ITL, (E2E − TTFT)/(N − 1))."""
+    second = []
+    if "token_ts" in requests.columns:
+        for times, good in zip(requests["token_ts"], ok, strict=True):
+            if good and times is not None and len(times) >= 2:
+                second.append(float(times[1]) - float(times[0]))
+    usable = ok & np.isfinite(decode_per_token) & (decode_per_token > 0)
+    return {
+        "ttst_s": (np.asarray(second, dtype=float), None),
+        "user_tps": (1.0 / decode_per_token[usable], None),
+    }
 
 
 def _spread_tokens(requests: pd.DataFrame, use: np.ndarray, lo: float, hi: float) -> float:

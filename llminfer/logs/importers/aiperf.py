@@ -43,6 +43,13 @@ _AGGREGATES = {
     "request_latency": ("e2e_s", ""),
     "inter_token_latency": ("itl_s", "genai_perf_itl"),
 }
+#: AIPerf's per-request figures beside those (``aiperf/metrics/types``): ``ttst_metric.py``,
+#: the second content response less the first (seconds; its unit scales it), and
+#: ``output_token_throughput_metrics.py``, 1 / ITL per request (tokens/s per user, as is).
+_AIPERF_ONLY = {
+    "time_to_second_token": ("ttst_s", None),
+    "output_token_throughput_per_user": ("user_tps", 1.0),
+}
 _RATES = {
     "request_throughput": "rps",
     "output_token_throughput": "output_tps",
@@ -283,7 +290,15 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
     values, names, definitions = {}, {}, {}
     for name, stats in found.items():
         unit = str(stats.get("unit", ""))
-        if name in _AGGREGATES:
+        if name in _AIPERF_ONLY and tool == FORMAT:  # figures of its console llminfer recomputes
+            metric, scale = _AIPERF_ONLY[name]
+            scale = _UNIT_SECONDS.get(unit, 1.0) if scale is None else scale
+            for word, value in stats.items():
+                stat = stat_key(word)
+                if stat is not None and isinstance(value, (int, float)):
+                    key = f"{metric}_{stat}"
+                    values[key], names[key] = float(value) * scale, f"{name}.{word}"
+        elif name in _AGGREGATES:
             metric, definition = _AGGREGATES[name]
             if unit not in _UNIT_SECONDS:
                 raise problem(doc.name, f"field {name}.unit", f"{unit!r} is not a time unit")
