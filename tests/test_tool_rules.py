@@ -407,3 +407,14 @@ def test_aiperf_time_to_second_token_and_tokens_per_user_are_recomputed():
         moved.loc["ttst_s_mean", "llminfer_value"]
         > table.loc["ttst_s_mean", "llminfer_value"] + 0.9
     )
+
+
+def test_guidellm_concurrency_and_total_tokens_per_second_by_its_window():
+    name = FIX / "guidellm_0_8_1_poisson_varied_lengths_benchmarks.json.gz"
+    log, tool = read_requests(name), read_summary(name)
+    table = compare_definitions(log, tool)
+    assert abs(table.loc["concurrency_mean", "rel_diff"]) < 1e-5
+    assert table.loc["total_tps", "llminfer_value"] == pytest.approx(
+        table.loc["input_tps", "llminfer_value"] + table.loc["output_tps", "llminfer_value"]
+    )
+    assert tool.values["concurrency_mean"] > 5  # a Poisson rate of 3/s piles requests up

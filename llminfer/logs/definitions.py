@@ -161,7 +161,15 @@ def compare_definitions(
     return table
 
 
-_RATES = ("window_s", "rps", "output_tps", "input_tps", "total_tps", "goodput_rps")
+_RATES = (
+    "window_s",
+    "rps",
+    "output_tps",
+    "input_tps",
+    "total_tps",
+    "goodput_rps",
+    "concurrency_mean",
+)
 
 
 def _by_rules(log: RequestLog, tool) -> pd.DataFrame:

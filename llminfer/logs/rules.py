@@ -348,6 +348,11 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         rates["input_tps"] = (
             _prompt_tokens(first, response_end, n_in, ok & counted, lo, hi) / length
         )
+        rates["total_tps"] = rates["input_tps"] + rates["output_tps"]
+        # the time-weighted mean of requests in flight: each counted request's overlap with
+        # the window, summed, over the window's length
+        overlap = np.minimum(response_end, hi) - np.maximum(start, lo)
+        rates["concurrency_mean"] = float(overlap[ok & counted].sum()) / length
         if rules.slo:  # GuideLLM's _compile_goodput over the window's requests
             ttft_known = np.where(streamed, ttft, np.nan)  # not streamed: no TTFT
             good, measured = good_requests(

@@ -335,6 +335,8 @@ def _summary_of(source: str, bench: dict, index: int, count: int) -> ToolSummary
         ("requests_per_second", "rps"),
         ("output_tokens_per_second", "output_tps"),
         ("prompt_tokens_per_second", "input_tps"),
+        ("tokens_per_second", "total_tps"),
+        ("request_concurrency", "concurrency_mean"),
     ):
         mean = ((metrics.get(name) or {}).get("successful") or {}).get("mean")
         if isinstance(mean, (int, float)):
@@ -400,6 +402,8 @@ _CSV_RATES = {
     ("Server Throughput", "Successful Requests/Sec"): "requests_per_second",
     ("Token Throughput", "Successful Output Tokens/Sec"): "output_tokens_per_second",
     ("Token Throughput", "Successful Input Tokens/Sec"): "prompt_tokens_per_second",
+    ("Token Throughput", "Successful Total Tokens/Sec"): "tokens_per_second",
+    ("Server Throughput", "Successful Concurrency"): "request_concurrency",
 }
 #: The ``Percentiles`` cell's list, in GuideLLM 0.8.1's order
 #: (``benchmark/outputs/csv.py``, ``_add_stats_for_metric``): no p50 (``Median`` is) nor p99.9.
