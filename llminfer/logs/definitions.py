@@ -161,15 +161,11 @@ def compare_definitions(
     return table
 
 
-_RATES = (
-    "window_s",
-    "rps",
-    "output_tps",
-    "input_tps",
-    "total_tps",
+#: Figures over a run's window (rates, and the mean of requests in flight).
+_RATES = {"window_s", "rps", "output_tps", "input_tps", "total_tps"} | {
     "goodput_rps",
     "concurrency_mean",
-)
+}
 
 
 def _by_rules(log: RequestLog, tool) -> pd.DataFrame:

@@ -21,6 +21,10 @@ SUMMARY_KEYS = (
     "input_tps",
     "total_tps",
     "goodput_rps",
+    "good_fraction",
+    "concurrency_mean",
+    "peak_output_tps",
+    "peak_concurrency",
     *(
         f"{metric}_{stat}"
         for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s")
