@@ -141,7 +141,7 @@ def compare_definitions(
     ``slo``: the thresholds the tool's goodput was counted with, when its file does not hold
     them (vLLM's ``--goodput ttft:60 tpot:15`` is ``{"ttft_s": 0.06, "tpot_s": 0.015}``;
     AIPerf's aggregate JSON holds its own): ``llminfer.logs.rules.GOODPUT_METRICS`` names,
-    seconds (``itl_tps`` tokens/s). The goodput is then recomputed by the tool's rules.
+    seconds (``user_tps`` tokens/s). The goodput is then recomputed by the tool's rules.
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """

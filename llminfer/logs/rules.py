@@ -57,7 +57,7 @@ class ToolRules:
     several); ``resolution``: the quantum of each figure as the tool printed it (a CSV's two
     decimals), in llminfer's units, to round llminfer's value the same way; ``slo``: the
     thresholds the tool's goodput was counted with (``GOODPUT_METRICS``: ``ttft_s``,
-    ``tpot_s``, ``itl_s``, ``e2e_s`` in seconds, at most; ``itl_tps`` tokens/s per user, at
+    ``tpot_s``, ``itl_s``, ``e2e_s`` in seconds, at most; ``user_tps`` tokens/s per user, at
     least), empty when unknown; ``text``: the rules in words.
 
     Introduced in: notebooks/06_log_analysis.ipynb
@@ -85,14 +85,14 @@ class ToolRules:
 
 
 #: What a tool's goodput can be counted on, in llminfer's names: a latency in seconds that a
-#: good request stays at or under, or ``itl_tps`` (1 / ITL, tokens/s per user: AIPerf's
+#: good request stays at or under, or ``user_tps`` (1 / ITL, tokens/s per user: AIPerf's
 #: ``output_token_throughput_per_user``) that it reaches at least.
 GOODPUT_METRICS = {
     "ttft_s": "TTFT (s)",
     "tpot_s": "TPOT, (E2E − TTFT)/(N − 1) (s)",
     "itl_s": "ITL, (E2E − TTFT)/(N − 1) (s)",
     "e2e_s": "E2E (s)",
-    "itl_tps": "tokens/s per user, 1 / ITL (at least)",
+    "user_tps": "tokens/s per user, 1 / ITL (at least)",
 }
 
 
@@ -138,14 +138,14 @@ def good_requests(
             "e2e_s": e2e,
             "tpot_s": per_token,
             "itl_s": per_token,
-            "itl_tps": 1.0 / per_token,
+            "user_tps": 1.0 / per_token,
         }
     good = np.asarray(ok, bool).copy()
     measured = good.copy()
     for name, threshold in rules.slo.items():
         value = values[name]
         measured &= np.isfinite(value)
-        good &= (value >= threshold) if name == "itl_tps" else (value <= threshold)
+        good &= (value >= threshold) if name == "user_tps" else (value <= threshold)
     return good, measured
 
 

@@ -136,6 +136,19 @@ def model_from_hf_config(config: dict | str | Path, name: str | None = None) -> 
     )
 
 
+def _gguf_reader(path: Path):
+    """A ``gguf.GGUFReader`` over ``path``; ValueError when gguf is missing or the file is not
+    a readable GGUF."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:  # pragma: no cover - gguf is in requirements.txt
+        raise ValueError("reading a GGUF file needs the gguf package (pip install gguf)") from None
+    try:
+        return GGUFReader(str(path))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable GGUF file ({exc})") from None
+
+
 def model_from_gguf(path: str | Path, name: str | None = None) -> Model:
     """A ``Model`` from a GGUF file's metadata (``{arch}.block_count``, ``.embedding_length``,
     ``.attention.head_count``, ``.attention.head_count_kv``, ``.attention.key_length``,
@@ -145,15 +158,8 @@ def model_from_gguf(path: str | Path, name: str | None = None) -> Model:
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    try:
-        from gguf import GGUFReader
-    except ImportError:  # pragma: no cover - gguf is in requirements.txt
-        raise ValueError("reading a GGUF file needs the gguf package (pip install gguf)") from None
     path = Path(path)
-    try:
-        reader = GGUFReader(str(path))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable GGUF file ({exc})") from None
+    reader = _gguf_reader(path)
 
     def field(key: str):
         item = reader.fields.get(key)
@@ -210,15 +216,10 @@ def gguf_weight_format(path: str | Path) -> tuple[str, str]:
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """
-    try:
-        from gguf import GGUFReader, LlamaFileType
-    except ImportError:  # pragma: no cover - gguf is in requirements.txt
-        raise ValueError("reading a GGUF file needs the gguf package (pip install gguf)") from None
     path = Path(path)
-    try:
-        reader = GGUFReader(str(path))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable GGUF file ({exc})") from None
+    reader = _gguf_reader(path)
+    from gguf import LlamaFileType  # present: _gguf_reader imported gguf
+
     elements = sum(int(t.n_elements) for t in reader.tensors)
     if elements == 0:
         raise ValueError(f"{path}: a GGUF without tensors has no weight format")

@@ -254,3 +254,17 @@ def field_of(record, key: str, path, where: str, *, default=...):
     if default is not ...:
         return default
     raise problem(path, f"{where}, field {key!r}", "is missing")
+
+
+def run_index(count: int, benchmark, what: str = "benchmark") -> int:
+    """``benchmark`` (one run's index, negative from the end) checked against the ``count``
+    runs a file holds (``what``: the tool's word for one, in the message) and made
+    non-negative; ValueError says what is wrong.
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    if isinstance(benchmark, bool) or not isinstance(benchmark, int):
+        raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
+    if not -count <= benchmark < count:
+        raise ValueError(f"benchmark={benchmark!r}: the file holds {count} {what}(s)")
+    return benchmark % count

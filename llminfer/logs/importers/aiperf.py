@@ -346,7 +346,7 @@ _SLO_TAGS = {
     "time_to_first_token": ("ttft_s", 1e-3),
     "inter_token_latency": ("itl_s", 1e-3),
     "request_latency": ("e2e_s", 1e-3),
-    "output_token_throughput_per_user": ("itl_tps", 1.0),
+    "output_token_throughput_per_user": ("user_tps", 1.0),
 }
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from llminfer.logs.importers._files import Document, number, problem, text_of
+from llminfer.logs.importers._files import Document, number, problem, run_index, text_of
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
 from llminfer.logs.rules import GUIDELLM
 
@@ -109,7 +109,7 @@ def _index(doc: Document, benchmark) -> int | None:
     if benchmark is None:
         return None
     count = len(doc.json["benchmarks"])
-    return _checked_index(count, benchmark)
+    return run_index(count, benchmark)
 
 
 def _made(bench: dict) -> int | None:
@@ -154,14 +154,6 @@ def _slo(bench: dict) -> dict[str, float]:
         for k, v in slo.items()
         if k in _SLO_NAMES and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
     }
-
-
-def _checked_index(count: int, benchmark) -> int:
-    if isinstance(benchmark, bool) or not isinstance(benchmark, int):
-        raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
-    if not -count <= benchmark < count:
-        raise ValueError(f"benchmark={benchmark!r}: the file holds {count} benchmark(s)")
-    return benchmark % count
 
 
 def read(doc: Document, benchmark: int | None = None) -> Imported:
@@ -468,7 +460,7 @@ def read_summary_csv(path: str | Path, benchmark: int | None = None) -> ToolSumm
     """
     path = Path(path)
     benches = _csv_benchmarks(path)
-    index = _checked_index(len(benches), -1 if benchmark is None else benchmark)
+    index = run_index(len(benches), -1 if benchmark is None else benchmark)
     row, metrics, names = benches[index], {}, {}
 
     def cell(group: str, unit: str, stat: str) -> str | None:

@@ -19,7 +19,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from llminfer.logs.importers._files import Document, field_of, number, numbers, problem
+from llminfer.logs.importers._files import (
+    Document,
+    field_of,
+    number,
+    numbers,
+    problem,
+    run_index,
+)
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
 from llminfer.logs.rules import VLLM
 
@@ -62,18 +69,6 @@ def detect(doc: Document) -> str | None:
     if not runs:
         return None
     return "requests" if all(all(k in r for k in PER_REQUEST) for r in runs) else "summary"
-
-
-def _index(runs: list, benchmark) -> int | None:
-    """``benchmark`` (a run's index, negative from the end) checked against the file."""
-    if benchmark is None:
-        return None
-    count = len(runs)
-    if isinstance(benchmark, bool) or not isinstance(benchmark, int):
-        raise ValueError(f"benchmark={benchmark!r} must be an int index (0 … {count - 1})")
-    if not -count <= benchmark < count:
-        raise ValueError(f"benchmark={benchmark!r}: the file holds {count} result(s)")
-    return benchmark % count
 
 
 def arrays_to_frame(
@@ -204,7 +199,7 @@ def read(doc: Document, benchmark: int | None = None) -> Imported:
             "serve with --save-result --save-detailed, or read its aggregates with "
             "llminfer.read_summary()",
         )
-    only = _index(runs, benchmark)
+    only = None if benchmark is None else run_index(len(runs), benchmark, "result")
     several = len(runs) > 1
     frames, assumptions, windows, starts_known = [], [], [], True
     for b, data in enumerate(runs):
@@ -254,7 +249,7 @@ def read_summary(doc: Document, benchmark: int | None = None) -> ToolSummary:
     Introduced in: notebooks/06_log_analysis.ipynb
     """
     runs = _runs(doc)
-    index = _index(runs, -1 if benchmark is None else benchmark)
+    index = run_index(len(runs), -1 if benchmark is None else benchmark, "result")
     data = runs[index]
     values, names = {}, {}
 
