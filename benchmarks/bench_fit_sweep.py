@@ -63,6 +63,48 @@ run     model                     toy: 2 users | 8 users     llama-server: 2 | 8
 12-03*  the same, 6 min later     -6.3/+19.6 | +6.1/+9.5    -11.2/+0.7 | +2.6/-4.8
 ======  ========================  =========================  ===========================
 
+llama.cpp's task loop (added 2026-12-03 ~14:40 UTC, a sixth machine: 2-core AMD EPYC, a
+pure-Python loop of 10 million additions 1.68 s, numpy peak 67-83 GFLOP/s). Read in
+``llama-server -v --log-timestamps`` (0.3.36), 2 users' requests sent 1.1 ms apart were parsed
+side by side on its HTTP threads, posted 0.4 ms apart, and its engine thread took both tasks
+(slot launch, idle slots saved to the RAM prompt cache: ~1.3 ms each) before one
+``update_slots``: both prompts shared one prefill step, every round (TTFT 66-119 ms each, one
+first-token time for both). ``simulate`` handled requests one at a time (the toy's single
+event loop) and started a step at the first arrival, so the second prompt always missed it.
+Now ``Workload.request_handlers`` (llama-server: ``--parallel + 4`` HTTP threads) and
+``EngineConfig.request_setup_s`` (fitted: ``LLAMA_SERVER_FIT``) model both; ``--no-setup``
+fits as before. Held-out TTFT/TPOT %, llama-server only (``--servers llama``), at 2 | 8 users:
+
+=====================  ==========================  ============================
+GGUF, sweeps           before (serial hand-over)   with handlers and setup
+=====================  ==========================  ============================
+toy-shaped, 3 x 8      -30.5/-13.2 | -7.8/+0.4     -26.3/+6.2 | -3.0/-13.8
+toy-shaped, 3 x 8      -43.4/-16.2 | -39.0/+77.3   -7.5/-16.4 | +3.0/+6.9
+toy-shaped, 3 x 8      -26.2/+2.8 | -19.0/+52.3    -
+toy-shaped, 6 x 4      -15.7/+7.9 | -8.0/+8.5      +7.2/-20.2 | +9.5/+23.4
+toy-shaped, 6 x 4      -21.8/-2.1 | -0.7/+20.8     -29.3/+10.0 | +20.3/+12.3
+tiny, 3 x 8            (the table above)           -5.7/+4.0 | +15.6/+6.2
+tiny, 3 x 8                                        +7.6/+8.3 | -25.6/-4.5
+tiny, 6 x 4                                        -5.1/+12.0 | -36.6/+10.9
+tiny, 6 x 4                                        -13.4/-19.2 | -5.8/-23.6
+=====================  ==========================  ============================
+
+The whole benchmark with it (both servers, defaults, 14:56 UTC): toy -8.2/+4.0 | -6.1/-19.6,
+llama-server -6.9/-3.6 | **-35.6**/-7.6 (its 8-user TTFT measured 51.9 ms, simulated 33.5).
+
+("toy-shaped": ``--llama-shape toy``, the toy server's 16 layers of hidden 128 in a GGUF, so a
+step is the model's work, 35-50 ms TTFT alone; "6 x 4": ``--repeats 6 --per-user 4``, the same
+requests in finer interleaved sweeps.) The tiny GGUF's 2-user TTFT, low in 17 of the 21 runs of
+the table above (-7.8 ... -21.7 %, median -13.5 %), is now -13.4 ... +7.6 %: that part was the
+model. Four of the eight
+runs with the change met the limit. What is left is the measurement as much as the model: the
+same load's p50 moved between back-to-back runs on this host by a third (toy-shaped 2-user TTFT
+64-105 ms in eight runs; the tiny GGUF's 8-user TTFT 23-61 ms), the 8-user TTFTs are bimodal (on
+the tiny GGUF half near 25 ms, half near 70 ms in one sweep: its verbose log shows one
+``update_slots`` of 7 new prompts beside a decode taking 62 ms where 4 prompts alone took 17 ms;
+llama.cpp splits a batch over its per-slot KV streams into ubatches of equal tokens per
+sequence, ``split_equal``, ``src/llama-batch.cpp`` L542, which the step model does not know).
+
 12-03 and 12-03* (2026-12-03 12:22 and 12:28 UTC, a 2-core Intel Xeon at 2.0 GHz, the suite
 about 2.6 times slower than on the EPYC machines): llama-server's 8-user TTFT measured 36.5 and
 38.1 ms, simulated 23.9 and 39.1 ms; the miss came with the closer fit to the three fitted loads
@@ -153,6 +195,7 @@ import pandas as pd
 
 from llminfer.bench import compare_sweeps, sweep_server
 from llminfer.bench.fit import (
+    LLAMA_SERVER_FIT,
     ONE_ROW_FIT,
     SWEEP_LATENCY_FIT,
     fit_steps,
@@ -173,6 +216,13 @@ from llminfer.specs.describe import model_from_gguf
 from llminfer.specs.hardware import measure_machine
 
 METRICS = ("ttft_s_p50", "tpot_s_p50")
+#: The GGUF llama-server runs: "toy" has the toy server's shape (``--preset small``: 16 layers,
+#: hidden 128, 4.2 M weights), so a step is the model's work; "tiny" is the suite's (2 layers,
+#: hidden 64), whose 0.2 ms decode step is below the client's own time per streamed token.
+GGUF_SHAPES = {
+    "toy": {"n_layers": 16, "hidden": 128, "n_heads": 4, "n_kv_heads": 2, "intermediate": 512},
+    "tiny": {},
+}
 
 
 def cpu_name() -> str:
@@ -296,7 +346,17 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=25.0, help="held-out error limit, %%")
     parser.add_argument("--repeats", type=int, default=3, help="sweeps; median p50 per load")
     parser.add_argument("--save", help="folder to write each measured sweep to (CSV)")
+    parser.add_argument("--servers", default="toy,llama", help="which servers: toy, llama")
+    parser.add_argument(
+        "--llama-shape", default="tiny", choices=sorted(GGUF_SHAPES),
+        help="the GGUF llama-server runs: the suite's tiny one (default) or the toy server's shape",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-setup", dest="setup", action="store_false",
+        help="llama-server: fit without the engine thread's setup time per request",
+    )  # fmt: skip
     args = parser.parse_args()
+    servers = set(args.servers.split(","))
     fit_loads = [int(u) for u in args.fit.split(",")]
     held_out = [int(u) for u in args.predict.split(",")]
     workload = Workload(
@@ -305,41 +365,44 @@ def main() -> int:
     machine = measure_machine()
     tables, info = [], None
 
-    config = ServeConfig(max_num_seqs=8)
-    sim_kwargs = {
-        "engine": config.engine_config(),
-        "capacity_blocks": config.num_kv_blocks,
-        "weight_dtype": "fp32",
-        "kv_dtype": "fp32",
-    }
-    with ServerProcess(["--preset", "small"], shutdown_after=900, config=config) as server:
-        table, _, _ = fit_and_predict(
-            "serve (toy, real compute)",
-            server.url,
-            "toy-small",
-            workload,
-            build_model("small").config,
-            machine,
-            fit_loads,
-            held_out,
-            args.per_user,
-            sim_kwargs,
-            {"warmup": 4},
-            args.save,
-            "toy_small",
-            # numpy's one-row matmul is a GEMV: the toy's timed steps show the kink
-            # (benchmarks/measure_toy_steps.py), so its factor is fitted; llama-server's
-            # batched-bench steps show none, so its stays at 1
-            fit=(*SWEEP_LATENCY_FIT, *ONE_ROW_FIT),
-        )
-        tables.append(table)
+    if "toy" in servers:
+        config = ServeConfig(max_num_seqs=8)
+        sim_kwargs = {
+            "engine": config.engine_config(),
+            "capacity_blocks": config.num_kv_blocks,
+            "weight_dtype": "fp32",
+            "kv_dtype": "fp32",
+        }
+        with ServerProcess(["--preset", "small"], shutdown_after=900, config=config) as server:
+            table, _, _ = fit_and_predict(
+                "serve (toy, real compute)",
+                server.url,
+                "toy-small",
+                workload,
+                build_model("small").config,
+                machine,
+                fit_loads,
+                held_out,
+                args.per_user,
+                sim_kwargs,
+                {"warmup": 4},
+                args.save,
+                "toy_small",
+                # numpy's one-row matmul is a GEMV: the toy's timed steps show the kink
+                # (benchmarks/measure_toy_steps.py), so its factor is fitted; llama-server's
+                # batched-bench steps show none, so its stays at 1
+                fit=(*SWEEP_LATENCY_FIT, *ONE_ROW_FIT),
+            )
+            tables.append(table)
 
-    if find_llama_server() is None:
+    if "llama" not in servers:
+        pass
+    elif find_llama_server() is None:
         print("llama-server: skipped, not built (make llama-server)")
     else:
         parallel = 8
         with tempfile.TemporaryDirectory() as tmp:
-            path = write_tiny_gguf(Path(tmp) / "tiny.gguf")
+            path = write_tiny_gguf(Path(tmp) / "tiny.gguf", **GGUF_SHAPES[args.llama_shape])
             sim_kwargs = {
                 # llama.cpp: --parallel slots, one unified batch of up to n_batch (2048) tokens
                 # mixing prompt chunks and decodes, no prefix reuse across the salted prompts
@@ -356,10 +419,11 @@ def main() -> int:
             model = model_from_gguf(path)
             with LlamaServer(path, parallel=parallel, context=1024 * parallel) as server:
                 table, measured, swept = fit_and_predict(
-                    "llama-server (tiny GGUF)",
+                    f"llama-server ({args.llama_shape}-shaped GGUF)",
                     server.url,
                     "tiny",
-                    workload,
+                    # its HTTP threads (--parallel + 4 on 2 cores) parse requests side by side
+                    replace(workload, request_handlers=parallel + 4),
                     model,
                     machine,
                     fit_loads,
@@ -368,7 +432,8 @@ def main() -> int:
                     sim_kwargs,
                     {"warmup": 4, "extra_body": {"ignore_eos": True}},
                     args.save,
-                    "llama_server_tiny",
+                    f"llama_server_{args.llama_shape}",
+                    fit=LLAMA_SERVER_FIT if args.setup else SWEEP_LATENCY_FIT,
                 )
             tables.append(table)
             loads = sorted(set(fit_loads) | set(held_out))

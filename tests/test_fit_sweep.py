@@ -11,6 +11,7 @@ import pytest
 
 from llminfer.bench import compare_sweeps, simulate_sweep
 from llminfer.bench.fit import (
+    LLAMA_SERVER_FIT,
     ONE_ROW_FIT,
     STEP_ARGS,
     STEP_FIT,
@@ -311,6 +312,71 @@ def test_requests_sent_together_are_handled_one_at_a_time():
     assert result.steps["time"].iloc[0] == pytest.approx(0.01)
     assert result.requests["scheduled_ts"].min() == pytest.approx(0.01)
     assert result.requests["scheduled_ts"].max() >= 0.03 - 1e-12
+
+
+def test_request_handlers_hand_requests_sent_together_over_together():
+    # llama-server parses requests on a pool of HTTP threads: 3 requests sent together with
+    # 10 ms of handling each reach the engine together with 3 handlers (or None), 2 of them
+    # at 10 ms with 2, one at 10 ms with 1 (the default: the toy's one asyncio loop); the
+    # first step starts at 10 ms with the prompts that have arrived
+    work = replace(WORK, concurrency=3, n_requests=3, request_latency_s=0.01)
+    for handlers, first in ((None, 3), (3, 3), (2, 2), (1, 1)):
+        result = simulate(replace(work, request_handlers=handlers), TOY, TRUE_GPU,
+                          profile=TRUE_SM, **SIM)  # fmt: skip
+        assert result.steps["time"].iloc[0] == pytest.approx(0.01)
+        assert result.steps["prefill_tokens"].iloc[0] == first * 128
+    assert Workload(3, concurrency=1).request_handlers == 1
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="request_handlers"):
+            replace(work, request_handlers=bad)
+
+
+def test_request_setup_holds_the_step_and_gathers_what_arrives_meanwhile():
+    # llama.cpp's loop sets up every queued task before the step: a request alone waits its
+    # setup; two sent 1 ms apart to an idle engine with 2 ms of setup each share one step
+    # (set up at 2 and 4 ms, then one 256-token prefill), without setup they take two
+    one = replace(WORK, n_requests=3)
+    setup = {**SIM, "engine": replace(CONFIG.engine_config(), request_setup_s=2e-3)}
+    base = simulate(one, TOY, TRUE_GPU, profile=TRUE_SM, **SIM).requests
+    held = simulate(one, TOY, TRUE_GPU, profile=TRUE_SM, **setup).requests
+    ttft = lambda r: (r["first_token_ts"] - r["start_ts"]).to_numpy()  # noqa: E731
+    assert ttft(held) == pytest.approx(ttft(base) + 2e-3)
+    two = replace(WORK, concurrency=2, n_requests=2, send_gap_s=1e-3)
+    engine = replace(CONFIG.engine_config(), handoff_steps=0)
+    for setup_s, prefill in ((2e-3, [256]), (0.0, [128, 128])):
+        sim = {**SIM, "engine": replace(engine, request_setup_s=setup_s)}
+        result = simulate(two, TOY, TRUE_GPU, profile=TRUE_SM, **sim)
+        steps = result.steps[result.steps["prefill_tokens"] > 0]
+        assert steps["prefill_tokens"].tolist() == prefill
+        assert steps["time"].iloc[0] == pytest.approx(2 * setup_s if setup_s else 0.0)
+    for bad in (-1e-3, float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="request_setup_s"):
+            replace(engine, request_setup_s=bad)
+
+
+def test_fit_sweep_recovers_request_setup():
+    # a sweep simulated with parallel request handling and 1 ms of setup per request: fitted
+    # with LLAMA_SERVER_FIT on 1, 4, 16, the setup comes back and 2 and 8 within 5 %
+    truth = replace(WORK, send_gap_s=3e-4, request_latency_s=2e-3, request_handlers=None)
+    engine = replace(CONFIG.engine_config(), handoff_steps=0, request_setup_s=1e-3)
+    kwargs = {**KWARGS, "engine": engine}
+    measured, _ = simulate_sweep(truth, concurrencies=[1, 2, 4, 8, 16], model=TOY,
+                                 gpu=TRUE_GPU, profile=TRUE_SM, **kwargs)  # fmt: skip
+    fitted = fit_sweep(
+        measured[measured["concurrency"].isin([1, 4, 16])],
+        replace(truth, request_latency_s=0.0),
+        TOY,
+        NOMINAL,
+        fit=LLAMA_SERVER_FIT,
+        **{**kwargs, "engine": replace(engine, request_setup_s=0.0)},
+    )
+    assert fitted.engine.request_setup_s == pytest.approx(1e-3, rel=0.3)
+    assert "request setup" in fitted.gpu.step_model.source
+    predicted = fitted.predict(concurrencies=[2, 8]).set_index("concurrency")
+    held_out = measured.set_index("concurrency").loc[[2, 8]]
+    for metric in ("ttft_s_p50", "tpot_s_p50"):
+        ratio = predicted[metric] / held_out[metric]
+        assert ratio.between(0.95, 1.05).all(), (metric, ratio.tolist())
 
 
 def test_read_sweep_reads_table_and_settings(tmp_path):

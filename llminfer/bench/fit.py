@@ -13,6 +13,12 @@ ones arrive 0.2-0.5 ms apart and a prompt that misses a step waits for it (see
 to timed steps instead (e.g. ``llama-batched-bench``'s table, ``llminfer.bench.llamacpp``);
 ``read_sweep`` reads a saved sweep (``data/sweeps/``).
 
+For llama.cpp's ``llama-server`` fit ``LLAMA_SERVER_FIT`` with the workload's
+``request_handlers`` set to its HTTP threads (``--parallel + 4`` on a small machine): its HTTP
+threads parse requests side by side, and its engine thread then sets up every queued request
+(``EngineConfig.request_setup_s``) before the step, so requests sent a millisecond apart share
+a prefill step (read in its ``-v`` log), where a serial hand-over would split them.
+
 Why the peaks are fitted, not efficiencies: a ``StepModel`` holds fractions ≤ 1 of the GPU's
 peak FLOP/s and bandwidth. For a GPU with a data sheet that bound is physics; for a CPU server
 the only "peak" we have is what a numpy micro-benchmark reached (``measure_machine``), and
@@ -98,6 +104,12 @@ STEP_ARGS = (
 )
 #: Constants of the ``Workload`` rather than of the step model that a fit may name.
 _WORKLOAD_FIT = ("request_latency_s",)
+#: Constants of the ``EngineConfig`` a fit may name: the engine thread's time per new request.
+_ENGINE_FIT = ("request_setup_s",)
+#: ``SWEEP_LATENCY_FIT`` for llama.cpp's ``llama-server``: its loop sets up each new request
+#: on the engine's thread before the step (``EngineConfig.request_setup_s``), and its HTTP
+#: threads parse requests beside the engine.
+LLAMA_SERVER_FIT = (*SWEEP_LATENCY_FIT, "request_setup_s")
 _UNIT_EFFICIENCY = {
     "matmul_efficiency": 1.0,
     "attention_efficiency": 1.0,
@@ -144,14 +156,16 @@ def fit_sweep(
     the lightest load's TTFT and decode gap match); ``start``: the engine profile the other
     constants come from. ``fit``: ``SWEEP_FIT`` (see the module docstring: effective peaks,
     efficiencies set to 1, and the workload's ``request_latency_s``) or any ``StepModel``
-    constants, with or without the two peaks and the latency. ``metrics``: the p50 columns
+    constants, with or without the two peaks and the latency, and the engine's
+    ``request_setup_s`` (``LLAMA_SERVER_FIT``). ``metrics``: the p50 columns
     to fit (default ``SWEEP_METRICS``, the inter-token gap only where the table has it). The
     fit stops after ``iterations`` or once the mean squared log error is at most ``tol``;
     it runs from ``starts`` (1 to 3) starting points and keeps the best (see the code: p50s
     jump between queueing regimes, so one start can stall).
 
     Returns a ``SweepFit``: ``gpu`` with the fitted peaks and ``step_model`` (its ``source``
-    says what it was fitted on), ``workload`` with the fitted ``request_latency_s``, the rms
+    says what it was fitted on), ``workload`` with the fitted ``request_latency_s``, ``engine``
+    with the fitted ``request_setup_s``, the rms
     log error, and ``predict(concurrencies=[...])`` for other loads. Raises ValueError for a
     sweep with fewer p50s than constants to fit, or an unknown constant.
 
@@ -171,10 +185,10 @@ def fit_sweep(
     names = {f.name for f in fields(StepModel)} - {"source", "execution", "max_kv_splits"}
     fit = tuple(fit)
     for name in fit:
-        if name not in names and name not in _GPU_FIT and name not in _WORKLOAD_FIT:
+        if name not in names and name not in (*_GPU_FIT, *_WORKLOAD_FIT, *_ENGINE_FIT):
             raise ValueError(
-                f"fit={fit!r}: {name!r} is neither a StepModel constant, a peak nor "
-                "request_latency_s"
+                f"fit={fit!r}: {name!r} is neither a StepModel constant, a peak, "
+                "request_latency_s nor request_setup_s"
             )
     measured = sweep[list(metrics)].to_numpy(dtype=float)
     if not np.all(np.isfinite(measured) & (measured > 0)):
@@ -189,12 +203,14 @@ def fit_sweep(
         gpu, base = _effective_start(gpu, base, dtype)
     loads = sweep[kind].tolist()
 
-    def build(x: np.ndarray) -> tuple[GPU, StepModel, Workload]:
+    def build(x: np.ndarray) -> tuple[GPU, StepModel, Workload, EngineConfig]:
         values = dict(zip(fit, x, strict=True))
-        work = workload
+        work, eng = workload, engine
         if "request_latency_s" in values:
             work = replace(work, request_latency_s=math.exp(values.pop("request_latency_s")))
-        return (*_build(values, gpu, base, dtype), work)
+        if "request_setup_s" in values:
+            eng = replace(eng, request_setup_s=math.exp(values.pop("request_setup_s")))
+        return (*_build(values, gpu, base, dtype), work, eng)
 
     requests_per_user = simulate_kwargs.pop("requests_per_user", None)
     load_kwargs = {f"{kind}s" if kind == "rate" else "concurrencies": loads}
@@ -202,11 +218,11 @@ def fit_sweep(
         load_kwargs["requests_per_user"] = requests_per_user
 
     def predict(x: np.ndarray) -> np.ndarray:
-        chip, sm, work = build(x)
+        chip, sm, work, eng = build(x)
         _, points = load_workloads(work, **load_kwargs)
         return np.array(
             [
-                _p50s(simulate(point, model, chip, engine, profile=sm, **simulate_kwargs), metrics)
+                _p50s(simulate(point, model, chip, eng, profile=sm, **simulate_kwargs), metrics)
                 for _, point in points
             ]
         )
@@ -215,10 +231,13 @@ def fit_sweep(
         return np.log(predict(x) / measured).ravel()
 
     x0 = []
+    # the latencies start as small shares of the lightest load's TTFT
+    ttft = float(sweep["ttft_s_p50"].min()) if "ttft_s_p50" in sweep else 1e-3
     for name in fit:
-        if name == "request_latency_s":  # a small share of the lightest load's TTFT
-            ttft = float(sweep["ttft_s_p50"].min()) if "ttft_s_p50" in sweep else 1e-3
+        if name == "request_latency_s":
             x0.append(math.log(workload.request_latency_s or 0.1 * ttft))
+        elif name == "request_setup_s":
+            x0.append(math.log(engine.request_setup_s or 0.02 * ttft))
         else:
             x0.append(_start(name, gpu, base, dtype))
     # p50s of a discrete-event run move in jumps as the constants move (a prompt joins a step
@@ -240,13 +259,15 @@ def fit_sweep(
         if best[0] <= tol * measured.size:
             break
     x = best[1]
-    chip, sm, work = build(x)
+    chip, sm, work, eng = build(x)
     error = float(np.sqrt(best[0] / measured.size))
     latency = (
         f"; request latency {work.request_latency_s * 1e3:.2f} ms"
         if "request_latency_s" in fit
         else ""
     )
+    if "request_setup_s" in fit:
+        latency += f"; request setup {eng.request_setup_s * 1e3:.2f} ms"
     sm = replace(
         sm,
         source=(
@@ -259,7 +280,7 @@ def fit_sweep(
         workload=work,
         rms_log_error=error,
         model=model,
-        engine=engine,
+        engine=eng,
         simulate_kwargs=dict(simulate_kwargs)
         if requests_per_user is None
         else {**simulate_kwargs, "requests_per_user": requests_per_user},

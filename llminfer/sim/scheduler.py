@@ -87,11 +87,14 @@ class Scheduler:
         self.latency = workload.request_latency_s
         self.send_gap = workload.send_gap_s if workload.closed_loop else 0.0
         self.last_send = -math.inf
-        self.last_handled = -math.inf  # when the server finished handling the last request
+        # when each of the server's request handlers is next free (None: one per request)
+        handlers = workload.request_handlers
+        self.handler_free = None if handlers is None else [-math.inf] * min(handlers, n)
         self.arrivals = []
         # Arrived while the engine was busy, not yet handed to the scheduler (handoff_steps):
         # [step ends still to wait, request]; `steps_seen` counts the step ends so far.
         self.handoff = engine.handoff_steps
+        self.setup = engine.request_setup_s
         self.handing: list[list[int]] = []
         self.steps_seen = 0
         if workload.closed_loop:
@@ -200,13 +203,16 @@ class Scheduler:
     def _send(self, i: int, ready_s: float) -> None:
         """Request i is ready to go at ``ready_s``: it is sent then or ``send_gap`` after the
         previous send, whichever is later; the server handles it (``latency`` seconds) from
-        then or once it has handled the previous one, and then it reaches the engine."""
+        then or once one of its ``request_handlers`` is free, and then it reaches the engine."""
         sent = max(ready_s, self.last_send + self.send_gap) if self.send_gap else ready_s
         self.last_send = sent
         self.arrival[i] = sent
-        if self.latency:
-            self.last_handled = max(sent, self.last_handled) + self.latency
-            heapq.heappush(self.arrivals, (self.last_handled, i))
+        if self.latency and self.handler_free is None:
+            heapq.heappush(self.arrivals, (sent + self.latency, i))
+        elif self.latency:  # the handler free first takes it
+            handled = max(sent, heapq.heappop(self.handler_free)) + self.latency
+            heapq.heappush(self.handler_free, handled)
+            heapq.heappush(self.arrivals, (handled, i))
         else:
             heapq.heappush(self.arrivals, (sent, i))
 
@@ -216,17 +222,20 @@ class Scheduler:
         chunked = self.cfg.chunked_prefill
         static = self.cfg.policy == "static"
         while self.done < self.n:
+            queued = len(self.waiting)
             if self.handoff:
                 self._hand_over()
             # busy before these arrivals: requests that reach an idle engine together all go in
             busy = bool(self.running or self.waiting)
-            while self.arrivals and self.arrivals[0][0] <= self.t:
-                _, i = heapq.heappop(self.arrivals)
-                if self.handoff > 1 and busy:
-                    # it arrived during the step that just ended: one step end already passed
-                    self.handing.append([self.handoff - 1, i])
-                else:
-                    self.waiting.append(i)
+            self._take_arrivals(busy)
+            # the engine's thread sets up each new request before the step (request_setup_s,
+            # llama.cpp's task loop); those that arrive meanwhile are set up in the same pass
+            fresh = len(self.waiting) - queued
+            while self.setup and fresh > 0:
+                self.t += fresh * self.setup
+                queued = len(self.waiting)
+                self._take_arrivals(busy)
+                fresh = len(self.waiting) - queued
             if not self.running and not self.waiting:
                 self.t = self.arrivals[0][0]
                 continue
@@ -253,6 +262,17 @@ class Scheduler:
                     self.t = max(self.t, self.arrivals[0][0])
                     continue
                 raise RuntimeError("scheduler is stuck: no request can be admitted")
+
+    def _take_arrivals(self, busy: bool) -> None:
+        """Requests that have reached the engine by now join the queue, or with
+        ``handoff_steps`` the hand-over when the engine was ``busy`` (mid-step)."""
+        while self.arrivals and self.arrivals[0][0] <= self.t:
+            _, i = heapq.heappop(self.arrivals)
+            if self.handoff > 1 and busy:
+                # it arrived during the step that just ended: one step end already passed
+                self.handing.append([self.handoff - 1, i])
+            else:
+                self.waiting.append(i)
 
     def _hand_over(self) -> None:
         """Count the step ends since the last call against the requests being handed over

@@ -113,6 +113,17 @@ class EngineConfig:
       needs a few turns per request (read, parse, submit): the toy server ``llminfer serve`` in
       its real-compute mode, measured at 3-4 (``ServeConfig.engine_config``). Requests that
       arrive while the engine is idle are handed over at once.
+    - ``request_setup_s``: seconds the engine's own thread spends on each new request before
+      the step that first schedules it, one request after another, every step waiting meanwhile;
+      a request that arrives during that time is set up in the same pass and joins the same
+      step. llama.cpp's server loop takes every queued task (``process_single_task``: pick and
+      launch a slot, save the idle slots to its RAM prompt cache) before each ``update_slots``
+      (0.3.36 ``tools/server/server-queue.cpp`` ``start_loop`` L299-310, ``process_new_tasks``
+      L138-161, which takes tasks posted meanwhile too):
+      2 requests sent 1.1 ms apart to an idle server were launched 1.4 ms apart and shared
+      one prefill step (``llama-server -v --log-timestamps``, 0.3.36, the toy-shaped GGUF of
+      ``benchmarks/bench_fit_sweep.py``, 2026-12-03). 0 (the default): no such time, as vLLM,
+      whose front end does that work beside the engine.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -127,6 +138,7 @@ class EngineConfig:
     long_prefill_token_threshold: int = 0
     long_prefill_token_threshold_adaptive: bool = False
     handoff_steps: int = 0
+    request_setup_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -143,6 +155,13 @@ class EngineConfig:
             object.__setattr__(self, "max_num_seqs", seqs)
         check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("handoff_steps", self.handoff_steps, 0)
+        setup = self.request_setup_s
+        if (
+            isinstance(setup, bool)
+            or not isinstance(setup, (int, float))
+            or not (math.isfinite(setup) and setup >= 0)
+        ):
+            raise ValueError(f"request_setup_s={setup!r} must be a finite number of seconds >= 0")
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:

@@ -183,6 +183,12 @@ class Workload:
       a request is handled from its send (``start_ts``) or from the end of the one before,
       whichever is later, so requests sent together reach the engine this far apart. It
       adds to TTFT without costing a step; 0 (the default) hands every request over at once.
+    - ``request_handlers``: how many requests the server handles at once for
+      ``request_latency_s``: 1 (the default) one after another, as the toy server's single
+      asyncio loop; llama.cpp's ``llama-server`` parses requests on a pool of
+      ``max(--parallel + 4, cores - 1)`` HTTP threads (``--threads-http``; 0.3.36
+      ``tools/server/server-http.cpp`` L149-153), so requests sent together reach its engine
+      together; ``None``: every request at once.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -200,6 +206,7 @@ class Workload:
     seed: int = 0
     send_gap_s: float = 0.0
     request_latency_s: float = 0.0
+    request_handlers: int | None = 1
 
     def __post_init__(self) -> None:
         check_int("n_requests", self.n_requests, minimum=1)
@@ -235,6 +242,8 @@ class Workload:
             value = getattr(self, name)
             if not (_is_real(value) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}={value!r} must be a finite number of seconds >= 0")
+        if self.request_handlers is not None:
+            check_int("request_handlers", self.request_handlers, minimum=1)
         as_length_distribution(self.prompt_tokens, "prompt_tokens")
         as_length_distribution(self.output_tokens, "output_tokens")
         check_int("shared_prefix_tokens", self.shared_prefix_tokens, minimum=0)
