@@ -1,7 +1,8 @@
 """Chapters 3 and 5: a simulated serving engine, to see load, batching and each optimisation.
 
 Workloads (``workload``), the continuous-batching scheduler with paged KV blocks
-(``scheduler``, ``kvblocks``, and ``decodestretch`` for its fast decode-only stretches), the
+(``scheduler``, ``kvblocks``, ``arrivals`` for how a request reaches it, and ``decodestretch``
+for its fast decode-only stretches), the
 simulation that times every step with the cost model (``simulate``), load sweeps and goodput
 (``loadsweep``), and the techniques of chapter 5 (``techniques``, ``speculative``,
 ``disaggregation``). Builds on ``llminfer.cost`` and ``llminfer.specs``; writes its results as

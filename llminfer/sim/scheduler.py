@@ -31,6 +31,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
+from llminfer.sim.arrivals import admit_arrivals, send
 from llminfer.sim.decodestretch import run_singles, run_stretch
 from llminfer.sim.kvblocks import BlockPool
 
@@ -200,42 +201,13 @@ class Scheduler:
             self.next_release += 1
             self._send(j, t_end + self.workload.think_time_s)
 
-    def _send(self, i: int, ready_s: float) -> None:
-        """Request i is ready to go at ``ready_s``: it is sent then or ``send_gap`` after the
-        previous send, whichever is later; the server handles it (``latency`` seconds) from
-        then or once one of its ``request_handlers`` is free, and then it reaches the engine."""
-        sent = max(ready_s, self.last_send + self.send_gap) if self.send_gap else ready_s
-        self.last_send = sent
-        self.arrival[i] = sent
-        if self.latency and self.handler_free is None:
-            heapq.heappush(self.arrivals, (sent + self.latency, i))
-        elif self.latency:  # the handler free first takes it
-            handled = max(sent, heapq.heappop(self.handler_free)) + self.latency
-            heapq.heappush(self.handler_free, handled)
-            heapq.heappush(self.arrivals, (handled, i))
-        else:
-            heapq.heappush(self.arrivals, (sent, i))
-
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
         chunked = self.cfg.chunked_prefill
         static = self.cfg.policy == "static"
         while self.done < self.n:
-            queued = len(self.waiting)
-            if self.handoff:
-                self._hand_over()
-            # busy before these arrivals: requests that reach an idle engine together all go in
-            busy = bool(self.running or self.waiting)
-            self._take_arrivals(busy)
-            # the engine's thread sets up each new request before the step (request_setup_s,
-            # llama.cpp's task loop); those that arrive meanwhile are set up in the same pass
-            fresh = len(self.waiting) - queued
-            while self.setup and fresh > 0:
-                self.t += fresh * self.setup
-                queued = len(self.waiting)
-                self._take_arrivals(busy)
-                fresh = len(self.waiting) - queued
+            self._admit_arrivals()
             if not self.running and not self.waiting:
                 self.t = self.arrivals[0][0]
                 continue
@@ -263,33 +235,9 @@ class Scheduler:
                     continue
                 raise RuntimeError("scheduler is stuck: no request can be admitted")
 
-    def _take_arrivals(self, busy: bool) -> None:
-        """Requests that have reached the engine by now join the queue, or with
-        ``handoff_steps`` the hand-over when the engine was ``busy`` (mid-step)."""
-        while self.arrivals and self.arrivals[0][0] <= self.t:
-            _, i = heapq.heappop(self.arrivals)
-            if self.handoff > 1 and busy:
-                # it arrived during the step that just ended: one step end already passed
-                self.handing.append([self.handoff - 1, i])
-            else:
-                self.waiting.append(i)
-
-    def _hand_over(self) -> None:
-        """Count the step ends since the last call against the requests being handed over
-        (``EngineConfig.handoff_steps``); those done, or all of them when the engine has
-        nothing to run (its loop then turns freely), join the queue in arrival order."""
-        ended, self.steps_seen = len(self.rec_dur) - self.steps_seen, len(self.rec_dur)
-        if not self.handing:
-            return
-        idle = not self.running and not self.waiting
-        still = []
-        for entry in self.handing:
-            entry[0] -= ended
-            if entry[0] <= 0 or idle:
-                self.waiting.append(entry[1])
-            else:
-                still.append(entry)
-        self.handing = still
+    # How requests reach the engine (llminfer.sim.arrivals), as methods.
+    _send = send
+    _admit_arrivals = admit_arrivals
 
     # The decode shortcuts (llminfer.sim.decodestretch), as methods so that a test can switch
     # them off and compare with the main loop alone.
