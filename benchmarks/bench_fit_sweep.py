@@ -89,8 +89,16 @@ tiny, 6 x 4                                        -5.1/+12.0 | -36.6/+10.9
 tiny, 6 x 4                                        -13.4/-19.2 | -5.8/-23.6
 =====================  ==========================  ============================
 
-The whole benchmark with it (both servers, defaults, 14:56 UTC): toy -8.2/+4.0 | -6.1/-19.6,
-llama-server -6.9/-3.6 | **-35.6**/-7.6 (its 8-user TTFT measured 51.9 ms, simulated 33.5).
+The whole benchmark with it (both servers, defaults): 14:56 UTC toy -8.2/+4.0 | -6.1/-19.6,
+llama-server -6.9/-3.6 | **-35.6**/-7.6 (its 8-user TTFT measured 51.9 ms, simulated 33.5);
+15:05 UTC toy -13.9/+9.8 | -20.9/-5.7, llama-server +5.6/-9.5 | **-26.6**/-1.2. The table now
+has each p50's spread over the sweeps ((max - min) / median, %) and counts the held-out errors
+within it (15:05: 6 of 8). llama-server's 8-user TTFT spread 5 % at 15:05, so that miss is
+the model's: it came out low in 5 of the 6 runs with the task loop (-35.6, -26.6, -36.6,
+-25.6, -5.8; +15.6 once). Not modelled, and the likeliest part: per generated token the engine
+thread samples and posts each slot's result after the step (~0.33 ms a slot in the ``-v`` log,
+2.6 ms after an 8-slot step), and its HTTP threads stream the chunks on the core the client
+parses them on.
 
 ("toy-shaped": ``--llama-shape toy``, the toy server's 16 layers of hidden 128 in a GGUF, so a
 step is the model's work, 35-50 ms TTFT alone; "6 x 4": ``--repeats 6 --per-user 4``, the same
@@ -291,7 +299,18 @@ def fit_and_predict(name, url, served_model, workload, model, machine, fit_loads
         f"(numpy {machine.memory_bandwidth / 1e9:.1f}), {sm.layer_overhead_s * 1e6:.0f} us per "
         f"layer per step, one-row factor {sm.single_row_matmul_factor:.2f}; {sm.source}"
     )
-    return compare(name, measured, predicted, loads, fit_loads), measured, workload
+    table = compare(name, measured, predicted, loads, fit_loads)
+    # how far the sweeps' own p50s spread at each load ((max - min) / median, %): a held-out
+    # miss no larger than that is as close as the measurement repeats itself
+    spread = (
+        pd.concat(runs)
+        .groupby("concurrency")[list(METRICS)]
+        .agg(lambda v: 100 * (v.max() - v.min()) / v.median())
+    )
+    for metric in METRICS:
+        short = metric.split("_")[0]
+        table[f"{short}_spread_pct"] = table["users"].map(spread[metric])
+    return table, measured, workload
 
 
 def compare(name, measured, predicted, loads, fit_loads, held="held out") -> pd.DataFrame:
@@ -444,9 +463,16 @@ def main() -> int:
     table = pd.concat(tables, ignore_index=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    errors = table.loc[table["part"] == "held out", ["ttft_error_pct", "tpot_error_pct"]].abs()
+    held = table[table["part"] == "held out"]
+    errors = held[["ttft_error_pct", "tpot_error_pct"]].abs()
     worst = float(errors.to_numpy().max())
     print(f"worst held-out error: {worst:.1f} % (limit {args.limit:.0f} %)")
+    if args.repeats > 1:
+        within = errors.to_numpy() <= held[["ttft_spread_pct", "tpot_spread_pct"]].to_numpy()
+        print(
+            f"held-out errors within the {args.repeats} sweeps' own spread of that p50: "
+            f"{int(within.sum())} of {within.size}"
+        )
     return 1 if worst > args.limit else 0
 
 
