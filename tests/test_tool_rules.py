@@ -6,6 +6,7 @@ and every figure in its ToolSummary, llminfer's value computed by the tool's own
 import json
 import math
 import urllib.request
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,9 @@ LIVE = [
     ("vllm_0_33_bench_serve_with_errors.json", None, None),
     ("aiperf_0_13_with_errors/profile_export.jsonl", None, None),
     ("aiperf_0_13_with_errors/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    # against llama.cpp's llama-server: 4 of 40 failed (its keep-alive), error-adjusted figures
+    ("aiperf_0_13_llama_server/profile_export.jsonl", None, None),
+    ("aiperf_0_13_llama_server/profile_export.jsonl", "profile_export_aiperf.csv", None),
     # made on 2026-12-03: a Poisson rate, a GuideLLM sweep, AIPerf at a request rate and for a
     # duration on /v1/completions, prompt and answer lengths varied
     ("guidellm_0_8_1_poisson_varied_lengths_benchmarks.json.gz", None, None),
@@ -418,3 +422,27 @@ def test_guidellm_concurrency_and_total_tokens_per_second_by_its_window():
         table.loc["input_tps", "llminfer_value"] + table.loc["output_tps", "llminfer_value"]
     )
     assert tool.values["concurrency_mean"] > 5  # a Poisson rate of 3/s piles requests up
+
+
+def test_aiperf_error_adjusted_figures_count_each_failure_as_infinite():
+    # AIPerf 0.13 against llama-server: 4 of the 40 profiled requests failed (ClientOSError,
+    # the server closing a kept-alive connection), so it wrote adj_<tag> figures: the 36
+    # successes and 4 x +inf, numpy's "nearest" percentiles (aiperf/metrics/derived_latency.py)
+    name = FIX / "aiperf_0_13_llama_server/profile_export.jsonl"
+    log, tool = read_requests(name), read_summary(name)
+    assert tool.names["ttft_adj_s_p50"] == "adj_time_to_first_token.p50"
+    assert tool.values["n_failed"] == 4 and tool.values["n_requests"] == 40
+    assert {f"{m}_adj_s_p90" for m in ("ttft", "e2e", "itl")} <= set(tool.values)
+    assert "ttft_adj_s_p95" not in tool.values  # inf: AIPerf writes none
+    table = compare_definitions(log, tool)
+    for key in ("ttft_adj_s_p50", "e2e_adj_s_p90", "itl_adj_s_p75"):
+        row = table.loc[key]
+        assert row["llminfer_value"] == pytest.approx(row["tool_value"], rel=1e-4)
+        assert not row["same_definition"] and "error-adjusted" in row["note"]
+    # the p90 of 40 with 4 failures is the largest success; the plain p90 interpolates below it
+    assert tool.values["e2e_adj_s_p90"] == pytest.approx(tool.values["e2e_s_max"], rel=1e-6)
+    assert tool.values["e2e_s_p90"] < tool.values["e2e_adj_s_p90"]
+    # recomputed, not copied: without the failures the adjusted p90 is the plain one's rank
+    ok = replace(log, requests=log.requests[log.requests["status"] == "ok"])
+    again = compare_definitions(ok, tool).loc["e2e_adj_s_p90", "llminfer_value"]
+    assert again < tool.values["e2e_adj_s_p90"]

@@ -263,6 +263,11 @@ def _rule_differences(key: str, tool) -> list[str]:
             f"{name}'s own figure (time to second token: the second chunk less the first; "
             "output tokens/s per user: 1 / ITL per request); llminfer has none of its own."
         )
+    if "_adj_s_" in key:
+        said.append(
+            f"{name}'s error-adjusted figure: every failed request counted as +inf beside the "
+            "successes, numpy's 'nearest' percentile; llminfer's own leave failures out."
+        )
     if rules.resolution.get(key):
         said.append(f"{name} printed it rounded; llminfer's value is rounded alike.")
     key_note = tool.key_notes.get(key, "")

@@ -210,7 +210,9 @@ def _pdf(values, weights) -> tuple[np.ndarray, np.ndarray]:
 
 
 def statistic(values, weights, stat: str, method: str = "linear") -> float:
-    """``mean``, ``min``, ``max`` or ``pNN`` of ``values`` (optionally weighted) by ``method``.
+    """``mean``, ``min``, ``max`` or ``pNN`` of ``values`` (optionally weighted) by ``method``:
+    ``"linear"`` (numpy's default), ``"nearest_rank"`` (GuideLLM's) or ``"nearest"`` (numpy's
+    ``method="nearest"``, unweighted: AIPerf's error-adjusted figures).
 
     Introduced in: notebooks/06_log_analysis.ipynb
     """
@@ -231,6 +233,8 @@ def statistic(values, weights, stat: str, method: str = "linear") -> float:
         values, weights = values[keep], weights[keep]
     if values.size == 0:
         return math.nan
+    if method == "nearest" and stat.startswith("p"):  # numpy's: the sample nearest the rank
+        return float(np.percentile(values, _q(stat), method="nearest"))
     if stat == "mean":
         return float(values.mean() if weights is None else np.average(values, weights=weights))
     if stat in ("min", "max"):
@@ -416,6 +420,13 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             use = chosen & multi
             samples[metric] = (decode_per_token[use], None)
 
+    if any("_adj_s_" in k for k in tool.values):
+        # AIPerf's error-adjusted figures: each failed request counted as +inf
+        failed = np.full(int((counted & ~ok).sum()), np.inf)
+        for metric in ("ttft_s", "e2e_s", "itl_s"):
+            values = np.concatenate([samples[metric][0], failed])
+            samples[f"{metric.removesuffix('_s')}_adj_s"] = (values, None)
+
     out: dict[str, float] = {}
     for key in tool.values:
         if key in counts:
@@ -427,7 +438,9 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
             values, weights = samples[metric]
             if not rules.weighted:
                 weights = None
-            value = statistic(values, weights, stat, rules.percentile)
+            # AIPerf's error-adjusted percentiles are numpy's "nearest" (no inf - inf)
+            method = "nearest" if metric.endswith("_adj_s") else rules.percentile
+            value = statistic(values, weights, stat, method)
         else:
             value = math.nan
         quantum = rules.resolution.get(key)

@@ -50,6 +50,14 @@ _AIPERF_ONLY = {
     "time_to_second_token": ("ttst_s", None),
     "output_token_throughput_per_user": ("user_tps", 1.0),
 }
+#: AIPerf's error-adjusted figures (``adj_<tag>``, written only when requests failed;
+#: ``aiperf/metrics/derived_latency.py``): the metric's values with every failed request as
+#: +inf, numpy's ``nearest`` percentiles over them all; their mean, max and sum are inf.
+_ADJUSTED = {
+    f"adj_{name}": f"{metric.removesuffix('_s')}_adj_s"
+    for name, (metric, _) in _AGGREGATES.items()
+    if name in ("time_to_first_token", "request_latency", "inter_token_latency")
+}
 _RATES = {
     "request_throughput": "rps",
     "output_token_throughput": "output_tps",
@@ -298,6 +306,16 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
                 if stat is not None and isinstance(value, (int, float)):
                     key = f"{metric}_{stat}"
                     values[key], names[key] = float(value) * scale, f"{name}.{word}"
+        elif name in _ADJUSTED and tool == FORMAT:
+            if unit not in _UNIT_SECONDS:
+                raise problem(doc.name, f"field {name}.unit", f"{unit!r} is not a time unit")
+            for word, value in stats.items():
+                stat = stat_key(word)
+                if stat is None or not isinstance(value, (int, float)) or math.isinf(value):
+                    continue  # the mean, max and sum are inf when a request failed
+                key = f"{_ADJUSTED[name]}_{stat}"
+                values[key] = float(value) * _UNIT_SECONDS[unit]
+                names[key] = f"{name}.{word}"
         elif name in _AGGREGATES:
             metric, definition = _AGGREGATES[name]
             if unit not in _UNIT_SECONDS:

@@ -254,8 +254,11 @@ def _csv_aggregate(path) -> dict:
             continue
         if header is None:
             raise problem(path, f"line {n}", "comes before any 'Metric,…' header row")
-        match = re.fullmatch(r"\s*(.+?)\s*(?:\((.+)\))?\s*", row[0])
+        # the unit is the last parenthesis: "Time to First Token (error-adjusted) (ms)"
+        match = re.fullmatch(r"\s*(.+?)\s*(?:\(([^()]+)\))?\s*", row[0])
         name = match.group(1).lower().replace(" ", "_")
+        if name.endswith("_(error-adjusted)"):  # AIPerf's adj_<tag>, as in its JSON
+            name = "adj_" + name.removesuffix("_(error-adjusted)")
         entry = {"unit": (match.group(2) or "tokens").strip()}
         for word, cell in zip(header[1:], row[1:], strict=False):
             cell = cell.strip().replace(",", "")
