@@ -36,6 +36,10 @@ LIVE = [
     # against llama.cpp's llama-server: 4 of 40 failed (its keep-alive), error-adjusted figures
     ("aiperf_0_13_llama_server/profile_export.jsonl", None, None),
     ("aiperf_0_13_llama_server/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    ("aiperf_0_13_llama_server_nonstream/profile_export.jsonl", None, None),
+    ("aiperf_0_13_llama_server_nonstream/profile_export.jsonl", "profile_export_aiperf.csv", None),
+    ("aiperf_0_13_llama_server_compl/profile_export.jsonl", None, None),
+    ("aiperf_0_13_llama_server_compl/profile_export.jsonl", "profile_export_aiperf.csv", None),
     # made on 2026-12-03: a Poisson rate, a GuideLLM sweep, AIPerf at a request rate and for a
     # duration on /v1/completions, prompt and answer lengths varied
     ("guidellm_0_8_1_poisson_varied_lengths_benchmarks.json.gz", None, None),
