@@ -34,6 +34,10 @@ LIVE = [
     ("aiperf_0_13_with_errors/profile_export.jsonl", None, None),
     ("aiperf_0_13_with_errors/profile_export.jsonl", "profile_export_aiperf.csv", None),
     # against llama.cpp's llama-server: 4 of 40 failed (its keep-alive), error-adjusted figures
+    # GuideLLM 0.8.1 against llama-server: 4 concurrent streams; its throughput profile
+    ("guidellm_0_8_1_llama_server_benchmarks.json.gz", None, None),
+    ("guidellm_0_8_1_llama_server_throughput/benchmarks.json.gz", None, None),
+    ("guidellm_0_8_1_llama_server_throughput/benchmarks.json.gz", "benchmarks.csv", None),
     ("aiperf_0_13_llama_server/profile_export.jsonl", None, None),
     ("aiperf_0_13_llama_server/profile_export.jsonl", "profile_export_aiperf.csv", None),
     ("aiperf_0_13_llama_server_nonstream/profile_export.jsonl", None, None),
