@@ -410,7 +410,18 @@ def test_aiperf_time_to_second_token_and_tokens_per_user_are_recomputed():
     for key in ("ttst_s_mean", "ttst_s_p99", "user_tps_mean", "user_tps_p50"):
         assert abs(table.loc[key, "rel_diff"]) < 1e-4, key
         assert "llminfer has none of its own" in table.loc[key, "note"]
+    # the records' first chunk gaps, kept exactly, give it; moving them moves it
     requests = log.requests.copy()
+    requests["second_chunk_gap_s"] += 1.0
+    moved = compare_definitions(requests, tool)
+    assert (
+        moved.loc["ttst_s_mean", "llminfer_value"]
+        > table.loc["ttst_s_mean", "llminfer_value"] + 0.9
+    )
+    # a log with chunk times only (token_ts) gives it too, and moves with a chunk
+    requests = log.requests.drop(columns="second_chunk_gap_s")
+    again = compare_definitions(requests, tool)
+    assert abs(again.loc["ttst_s_mean", "rel_diff"]) < 1e-4
     requests["token_ts"] = [
         None if t is None else np.concatenate(([t[0]], t[1:] + 1.0)) for t in requests["token_ts"]
     ]

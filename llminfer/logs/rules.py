@@ -454,9 +454,13 @@ def _aiperf_per_request(
     requests: pd.DataFrame, ok: np.ndarray, decode_per_token: np.ndarray
 ) -> dict[str, tuple[np.ndarray, None]]:
     """AIPerf's time to second token (the second streamed chunk less the first, for a request
-    with two at least) and output tokens/s per user (1 / its ITL, (E2E − TTFT)/(N − 1))."""
+    with two at least: the records' first inter-chunk gap where the log keeps it, else from
+    ``token_ts``) and output tokens/s per user (1 / its ITL, (E2E − TTFT)/(N − 1))."""
     second = []
-    if "token_ts" in requests.columns:
+    if "second_chunk_gap_s" in requests.columns:  # AIPerf's records: each first gap, exact
+        gap = requests["second_chunk_gap_s"].to_numpy(dtype=float)
+        second = list(gap[ok & np.isfinite(gap)])
+    elif "token_ts" in requests.columns:
         for times, good in zip(requests["token_ts"], ok, strict=True):
             if good and times is not None and len(times) >= 2:
                 second.append(float(times[1]) - float(times[0]))
