@@ -20,6 +20,7 @@ from tests.test_importers import FIX
 LIVE = [
     ("vllm_0_33_bench_serve.json", None, None),
     ("vllm_0_33_bench_serve_llama_server.json", None, None),  # 2 of 40 failed there
+    ("vllm_0_33_bench_serve_llama_server_rate.json", None, None),
     ("aiperf_0_13_streaming/profile_export.jsonl", None, None),
     ("aiperf_0_13_streaming/profile_export.jsonl", "profile_export_aiperf.json", None),
     ("aiperf_0_13_streaming/profile_export.jsonl", "profile_export_aiperf.csv", None),
