@@ -23,6 +23,7 @@ from llminfer.diagnose.cases import (
     RampWorkload,
 )
 from llminfer.diagnose.deployment import Deployment, simulate_deployment
+from llminfer.diagnose.errors import error_line, stale_connection
 from llminfer.diagnose.findings import CAUSES, STEPS
 from llminfer.diagnose.procedure import MIN_REQUESTS, causes_table, procedure_table
 from llminfer.diagnose.run import diagnose, remeasure
@@ -393,6 +394,41 @@ def test_failures_come_first():
     assert report.cause == "failures" and report.primary.step == "failures"
     assert report.primary.evidence["failed_fraction"] == pytest.approx(0.05)
     assert "'timeout'" in report.primary.detail
+
+
+def test_a_traceback_is_named_by_its_last_line_and_a_closed_connection_is_the_clients():
+    # vLLM 0.33's bench serve against llama-server: 2 of 40 failed, each error a whole
+    # traceback ending in aiohttp's "Can not write request body" (a connection the server had
+    # closed): the report names that last line, once, and says whose failure it is
+    log = read_requests(Path(__file__).parent / "fixtures/vllm_0_33_bench_serve_llama_server.json")
+    detail = diagnose(log, slo=CASE_SLO).finding("failures").detail
+    assert "Traceback" not in detail and "\n" not in detail
+    assert "'aiohttp.client_exceptions.ClientOSError: [Errno None] Can not write request" in detail
+    assert "failure of the client, not the server" in detail
+    frame = pd.read_csv(DATA / CASE_STUDIES["healthy"].data_file)
+    frame["error"] = np.where(np.arange(len(frame)) % 20 == 0, "timeout", "")
+    assert "client" not in diagnose(read_requests(frame), slo=CASE_SLO).primary.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "stale"),
+    [
+        (
+            "Traceback (most recent call last):\n  File x\nValueError: bad\n\n",
+            "ValueError: bad",
+            False,
+        ),
+        ("ClientOSError(None, 'Can not write request body for http://h/v1')", None, True),
+        ("ServerDisconnectedError: Server disconnected", None, True),
+        ("HTTP 503: busy\nmore", "HTTP 503: busy", False),
+        (None, "", False),
+        (float("nan"), "", False),
+        ("x" * 500, "x" * 199 + "…", False),
+    ],
+)
+def test_error_line_and_stale_connection(text, line, stale):
+    assert error_line(text) == (str(text) if line is None else line)
+    assert stale_connection(text) is stale
 
 
 def test_every_request_failed_is_a_failure_not_a_crash():

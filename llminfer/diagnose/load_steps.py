@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llminfer.diagnose.errors import error_line, stale_connection
 from llminfer.diagnose.findings import Finding
 from llminfer.diagnose.observations import Observations, finite_percentile
 from llminfer.diagnose.procedure import (
@@ -100,10 +101,16 @@ def failures_step(obs: Observations) -> Finding:
         errors = obs.log.requests.get("error")
         top = ""
         if errors is not None:
-            counts = errors[~obs.ok].fillna("").astype(str).replace("", _("(no message)"))
-            top = _("; most common error: {error}").format(
-                error=repr(counts.value_counts().index[0])
-            )
+            lines = errors[~obs.ok].map(error_line).replace("", _("(no message)"))
+            common = lines.value_counts().index[0]
+            top = _("; most common error: {error}").format(error=repr(common))
+            if stale_connection(common):
+                top += _(
+                    " — the client sent on a connection the server had already closed (as "
+                    "llama-server does after each streamed reply while saying Keep-Alive): a "
+                    "failure of the client, not the server; measure with a client that retries "
+                    "on a new connection (llminfer bench) or without keep-alive"
+                )
         return Finding(
             "failures",
             "problem",
