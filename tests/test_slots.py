@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import heapq
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from llminfer import read_requests
 from llminfer.cli import parse_engine
 from llminfer.diagnose.findings import CAUSES
 from llminfer.diagnose.run import diagnose
@@ -205,3 +207,15 @@ def test_an_open_loop_or_unknown_slots_is_never_lockstep():
 
 def test_a_closed_loop_without_slots_asks_for_them():
     assert any("parallel=N" in note for note in diagnose(lockstep_log(0)).notes)
+
+
+def test_a_failure_without_an_end_is_not_a_user_in_flight():
+    # vLLM 0.33's bench serve --max-concurrency 4 against llama-server: 2 of 40 failed, and
+    # vLLM records no end for them (latency 0): still 4 in flight at most, not 6
+    path = Path(__file__).parent / "fixtures/vllm_0_33_bench_serve_llama_server.json"
+    log = read_requests(path)
+    assert (
+        log.n_failed == 2
+        and log.requests.loc[log.requests["status"] == "failed", "end_ts"].isna().all()
+    )
+    assert in_flight_peak(log.requests) == 4

@@ -484,14 +484,16 @@ def decode_stalls(requests: pd.DataFrame, m: pd.DataFrame, factor: float) -> pd.
 def in_flight_peak(m: pd.DataFrame) -> int:
     """The most requests in flight at once (between ``start_ts`` and ``end_ts``, failed ones
     too; a request ending at the instant another starts is not counted with it, so a closed
-    loop of N users peaks at N).
+    loop of N users peaks at N). A failed request whose end the tool did not record (vLLM's
+    latency 0, AIPerf's error records) counts for no time: counted to the end of the run, two
+    failures of vLLM's ``bench serve --max-concurrency 4`` against llama-server read as 6 users.
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
     start = m["start_ts"].to_numpy(float)
     end = m["end_ts"].to_numpy(float)
     keep = np.isfinite(start)
-    start, end = start[keep], np.where(np.isfinite(end[keep]), end[keep], np.inf)
+    start, end = start[keep], np.where(np.isfinite(end[keep]), end[keep], start[keep])
     if not start.size:
         return 0
     times = np.concatenate([start, end])
