@@ -419,7 +419,10 @@ def test_a_traceback_is_named_by_its_last_line_and_a_closed_connection_is_the_cl
             False,
         ),
         ("ClientOSError(None, 'Can not write request body for http://h/v1')", None, True),
-        ("ServerDisconnectedError: Server disconnected", None, True),
+        ("ClientOSError: Cannot write to closing transport", None, True),
+        # a crash or a kill disconnects every request in flight: the server's failure
+        ("ServerDisconnectedError: Server disconnected", None, False),
+        (pd.NA, "", False),
         ("HTTP 503: busy\nmore", "HTTP 503: busy", False),
         (None, "", False),
         (float("nan"), "", False),

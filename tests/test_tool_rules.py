@@ -463,6 +463,8 @@ def test_aiperf_error_adjusted_figures_count_each_failure_as_infinite():
     # the p90 of 40 with 4 failures is the largest success; the plain p90 interpolates below it
     assert tool.values["e2e_adj_s_p90"] == pytest.approx(tool.values["e2e_s_max"], rel=1e-6)
     assert tool.values["e2e_s_p90"] < tool.values["e2e_adj_s_p90"]
+    with pytest.raises(ValueError, match="nearest"):
+        statistic([1.0, 2.0], [1.0, 1.0], "p50", "nearest")
     # recomputed, not copied: without the failures the adjusted p90 is the plain one's rank
     ok = replace(log, requests=log.requests[log.requests["status"] == "ok"])
     again = compare_definitions(ok, tool).loc["e2e_adj_s_p90", "llminfer_value"]

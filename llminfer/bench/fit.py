@@ -309,7 +309,8 @@ def fit_to_sweep(
 @dataclass(frozen=True)
 class SweepFit:
     """What ``fit_sweep`` found: ``gpu`` (effective peaks and the fitted ``step_model``),
-    ``workload`` (the sweep's, with the fitted ``request_latency_s``, s), ``rms_log_error``
+    ``workload`` (the sweep's, with the fitted ``request_latency_s``, s), ``engine`` (with the
+    fitted ``request_setup_s``, s, where it was fitted), ``rms_log_error``
     (of the fitted p50s, natural log), and what ``predict`` simulates with.
 
     Introduced in: notebooks/08_measure_a_server.ipynb

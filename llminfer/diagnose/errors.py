@@ -11,12 +11,14 @@ vLLM 0.33's ``bench serve`` 2 of 40 that way (2026-12-03, ``tests/fixtures/``).
 
 from __future__ import annotations
 
+import pandas as pd
+
 #: At most this many characters of an error are shown.
 MAX_ERROR_CHARS = 200
-#: What aiohttp says when a request goes out on a connection the server closed: before the
-#: body is written ("Can not write request body", "Cannot write to closing transport") or
-#: before the reply ("Server disconnected").
-_STALE = ("can not write request body", "cannot write to closing transport", "server disconnected")
+#: What aiohttp says when a request goes out on a connection the server had closed, before its
+#: body is written. Not "Server disconnected": aiohttp says that for every request in flight
+#: when a server crashes or is killed, which is the server's failure.
+_STALE = ("can not write request body", "cannot write to closing transport")
 
 
 def error_line(text) -> str:
@@ -25,7 +27,7 @@ def error_line(text) -> str:
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    if text is None or (isinstance(text, float) and text != text):
+    if text is None or (not isinstance(text, str) and pd.isna(text)):
         return ""
     lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
     if not lines:

@@ -484,8 +484,8 @@ def decode_stalls(requests: pd.DataFrame, m: pd.DataFrame, factor: float) -> pd.
 def in_flight_peak(m: pd.DataFrame) -> int:
     """The most requests in flight at once (between ``start_ts`` and ``end_ts``, failed ones
     too; a request ending at the instant another starts is not counted with it, so a closed
-    loop of N users peaks at N). A failed request whose end the tool did not record (vLLM's
-    latency 0, AIPerf's error records) counts for no time: counted to the end of the run, two
+    loop of N users peaks at N). A request whose end the log does not hold (a failure vLLM or
+    AIPerf recorded no end for) counts for no time; counted to the end of the run instead, two
     failures of vLLM's ``bench serve --max-concurrency 4`` against llama-server read as 6 users.
 
     Introduced in: notebooks/07_troubleshooting.ipynb

@@ -175,6 +175,15 @@ GUIDELLM = ToolRules(
 )
 
 
+def adjusted_metric(metric: str) -> str:
+    """The key of a metric's error-adjusted figures (AIPerf's ``adj_<tag>``, failed requests
+    as +inf): ``ttft_s`` → ``ttft_adj_s`` (seconds, as the metric).
+
+    Introduced in: notebooks/06_log_analysis.ipynb
+    """
+    return f"{metric.removesuffix('_s')}_adj_s"
+
+
 def nearest_rank(values, weights, q: float) -> float:
     """GuideLLM's percentile: the smallest value whose weighted CDF reaches ``q`` (0–100).
 
@@ -233,6 +242,8 @@ def statistic(values, weights, stat: str, method: str = "linear") -> float:
         values, weights = values[keep], weights[keep]
     if values.size == 0:
         return math.nan
+    if method == "nearest" and weights is not None:
+        raise ValueError("method='nearest' (numpy's) takes no weights")
     if method == "nearest" and stat.startswith("p"):  # numpy's: the sample nearest the rank
         return float(np.percentile(values, _q(stat), method="nearest"))
     if stat == "mean":
@@ -425,7 +436,7 @@ def reproduce(log: RequestLog, tool) -> dict[str, float]:
         failed = np.full(int((counted & ~ok).sum()), np.inf)
         for metric in ("ttft_s", "e2e_s", "itl_s"):
             values = np.concatenate([samples[metric][0], failed])
-            samples[f"{metric.removesuffix('_s')}_adj_s"] = (values, None)
+            samples[adjusted_metric(metric)] = (values, None)
 
     out: dict[str, float] = {}
     for key in tool.values:

@@ -31,18 +31,18 @@ class ArrivalState(Protocol):
 
     t: float  # simulated time now, s
     arrival: list[float]  # each request's send time (the log's start_ts), s
-    arrivals: list[tuple[float, int]]  # heap: (when the engine can see it, request)
+    arrivals: list[tuple[float, int]]  # heap: (when the engine can see it, s; request)
     waiting: deque[int]  # the scheduler's queue
     running: dict[int, None]
     handing: list[list[int]]  # [step ends still to wait, request]
-    rec_dur: list[float]  # one entry per step so far
-    steps_seen: int
-    send_gap: float
-    last_send: float
-    latency: float
-    handler_free: list[float] | None  # heap: when each handler is next free; None: unlimited
-    handoff: int
-    setup: float
+    rec_dur: list[float]  # one entry per step so far, s
+    steps_seen: int  # step ends counted by the hand-over so far
+    send_gap: float  # Workload.send_gap_s, s
+    last_send: float  # when the last request was sent, s
+    latency: float  # Workload.request_latency_s, s
+    handler_free: list[float] | None  # heap: when each handler is next free, s; None: unlimited
+    handoff: int  # EngineConfig.handoff_steps
+    setup: float  # EngineConfig.request_setup_s, s
 
 
 def send(sched: ArrivalState, i: int, ready_s: float) -> None:
@@ -68,7 +68,9 @@ def send(sched: ArrivalState, i: int, ready_s: float) -> None:
 def admit_arrivals(sched: ArrivalState) -> None:
     """Before a step: the requests handed over by now join the queue (after ``handoff_steps``
     step ends where the engine was busy), and with ``request_setup_s`` the engine's thread sets
-    each new one up first, taking those that arrive meanwhile in the same pass.
+    each new one up first, taking those that arrive meanwhile in the same pass. (With both
+    ``handoff_steps`` > 1 and setup, an arrival during setup is held as one that came during
+    a step: no server we model has both.)
 
     Introduced in: notebooks/05_optimizations.ipynb
     """

@@ -82,9 +82,9 @@ class Scheduler:
         self.decode_end: list[float] = []
         # Arrivals: a heap of (time, index). Closed loop releases requests as others end.
         # Each entry's time is when the engine can schedule the request: the server handles
-        # requests one at a time, request_latency_s each, from its send (``arrival``, the
-        # log's start_ts) or the end of the one before. A closed loop's sends are spaced at
-        # least send_gap_s apart (one load generator).
+        # each, request_latency_s, from its send (``arrival``, the log's start_ts) or once one
+        # of its request_handlers is free (llminfer.sim.arrivals). A closed loop's sends are
+        # spaced at least send_gap_s apart (one load generator).
         self.latency = workload.request_latency_s
         self.send_gap = workload.send_gap_s if workload.closed_loop else 0.0
         self.last_send = -math.inf

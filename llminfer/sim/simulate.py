@@ -59,7 +59,7 @@ from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 from llminfer.sim.scheduler import Scheduler
 from llminfer.sim.workload import Workload
-from llminfer.specs.checks import check_int
+from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 from llminfer.specs.stepmodel import StepModel
@@ -155,13 +155,7 @@ class EngineConfig:
             object.__setattr__(self, "max_num_seqs", seqs)
         check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("handoff_steps", self.handoff_steps, 0)
-        setup = self.request_setup_s
-        if (
-            isinstance(setup, bool)
-            or not isinstance(setup, (int, float))
-            or not (math.isfinite(setup) and setup >= 0)
-        ):
-            raise ValueError(f"request_setup_s={setup!r} must be a finite number of seconds >= 0")
+        check_number("request_setup_s", self.request_setup_s)
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:

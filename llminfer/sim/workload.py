@@ -179,10 +179,11 @@ class Workload:
       0.3-0.4 ms per request on 2 shared cores); ``llminfer.bench.fit.measured_send_gap_s``
       reads it from a sweep's logs. ``bench`` itself ignores both fields: they describe it.
     - ``request_latency_s``: seconds the server spends on each request before its engine can
-      schedule it (HTTP, parsing, tokenization, the hop to the engine), one request at a time:
-      a request is handled from its send (``start_ts``) or from the end of the one before,
-      whichever is later, so requests sent together reach the engine this far apart. It
-      adds to TTFT without costing a step; 0 (the default) hands every request over at once.
+      schedule it (HTTP, parsing, tokenization, the hop to the engine), on
+      ``request_handlers`` at once: a request is handled from its send (``start_ts``) or once a
+      handler is free, whichever is later, so with one handler (the default) requests sent
+      together reach the engine this far apart. It adds to TTFT without costing a step; 0 (the
+      default) hands every request over at once.
     - ``request_handlers``: how many requests the server handles at once for
       ``request_latency_s``: 1 (the default) one after another, as the toy server's single
       asyncio loop; llama.cpp's ``llama-server`` parses requests on a pool of

@@ -32,7 +32,7 @@ import pandas as pd
 
 from llminfer.logs.importers._files import Document, number, numbers, problem
 from llminfer.logs.importers.records import Imported, ToolSummary, stat_key
-from llminfer.logs.rules import AIPERF
+from llminfer.logs.rules import AIPERF, adjusted_metric
 
 FORMAT = "aiperf"
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
@@ -54,7 +54,7 @@ _AIPERF_ONLY = {
 #: ``aiperf/metrics/derived_latency.py``): the metric's values with every failed request as
 #: +inf, numpy's ``nearest`` percentiles over them all; their mean, max and sum are inf.
 _ADJUSTED = {
-    f"adj_{name}": f"{metric.removesuffix('_s')}_adj_s"
+    f"adj_{name}": adjusted_metric(metric)
     for name, (metric, _) in _AGGREGATES.items()
     if name in ("time_to_first_token", "request_latency", "inter_token_latency")
 }
@@ -310,23 +310,14 @@ def read_summary(doc: Document, tool: str = FORMAT) -> ToolSummary:
                 if stat is not None and isinstance(value, (int, float)):
                     key = f"{metric}_{stat}"
                     values[key], names[key] = float(value) * scale, f"{name}.{word}"
-        elif name in _ADJUSTED and tool == FORMAT:
+        elif name in _AGGREGATES or (name in _ADJUSTED and tool == FORMAT):
+            metric, definition = _AGGREGATES.get(name) or (_ADJUSTED[name], "")
             if unit not in _UNIT_SECONDS:
                 raise problem(doc.name, f"field {name}.unit", f"{unit!r} is not a time unit")
             for word, value in stats.items():
                 stat = stat_key(word)
+                # an error-adjusted mean, max and sum are inf when a request failed
                 if stat is None or not isinstance(value, (int, float)) or math.isinf(value):
-                    continue  # the mean, max and sum are inf when a request failed
-                key = f"{_ADJUSTED[name]}_{stat}"
-                values[key] = float(value) * _UNIT_SECONDS[unit]
-                names[key] = f"{name}.{word}"
-        elif name in _AGGREGATES:
-            metric, definition = _AGGREGATES[name]
-            if unit not in _UNIT_SECONDS:
-                raise problem(doc.name, f"field {name}.unit", f"{unit!r} is not a time unit")
-            for word, value in stats.items():
-                stat = stat_key(word)
-                if stat is None or not isinstance(value, (int, float)):
                     continue
                 key = f"{metric}_{stat}"
                 values[key] = float(value) * _UNIT_SECONDS[unit]
