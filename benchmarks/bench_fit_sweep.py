@@ -375,6 +375,11 @@ def main() -> int:
         "--no-setup", dest="setup", action="store_false",
         help="llama-server: the model before its task loop (one request handler, no setup)",
     )  # fmt: skip
+    parser.add_argument(
+        "--per-slot-kv", dest="kv_unified", action="store_false",
+        help="llama-server: a KV stream per slot (no --kv-unified: one forward pass per run of "
+        "consecutive busy slots, simulated as such) instead of one KV cache for all",
+    )  # fmt: skip
     args = parser.parse_args()
     servers = set(args.servers.split(","))
     if not servers or not servers <= {"toy", "llama"}:
@@ -427,20 +432,25 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             path = write_tiny_gguf(Path(tmp) / "tiny.gguf", **GGUF_SHAPES[args.llama_shape])
             sim_kwargs = {
-                # llama.cpp: --parallel slots, one unified batch of up to n_batch (2048) tokens
-                # mixing prompt chunks and decodes, no prefix reuse across the salted prompts
+                # llama.cpp: --parallel slots, one batch of up to n_batch (2048) tokens mixing
+                # prompt chunks and decodes, no prefix reuse across the salted prompts; one KV
+                # cache for all slots (--kv-unified, what llama-server picks itself when
+                # --parallel is not given): passes of n_ubatch tokens; --per-slot-kv: a KV
+                # stream per slot, a pass per run of consecutive slots (llminfer.sim.ubatches)
                 "engine": EngineConfig(
                     max_num_seqs=parallel,
                     max_num_batched_tokens=2048,
                     chunked_prefill=True,
                     prefix_caching=False,
+                    ubatch_split="simple" if args.kv_unified else "equal",
                 ),
                 "capacity_blocks": 1024 * parallel // 16,
                 "weight_dtype": "fp32",
                 "kv_dtype": "fp16",
             }
             model = model_from_gguf(path)
-            with LlamaServer(path, parallel=parallel, context=1024 * parallel) as server:
+            flags = ["--kv-unified"] if args.kv_unified else []
+            with LlamaServer(path, flags, parallel=parallel, context=1024 * parallel) as server:
                 table, measured, swept = fit_and_predict(
                     f"llama-server ({args.llama_shape}-shaped GGUF)",
                     server.url,

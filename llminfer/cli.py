@@ -339,6 +339,8 @@ _ENGINE_KEYS = {
     "block_size": int,
     "policy": str,
     "long_prefill_token_threshold": int,
+    "kv_unified": bool,
+    "n_ubatch": int,
 }
 _TRUE = {"on": True, "true": True, "1": True, "yes": True}
 _FALSE = {"off": False, "false": False, "0": False, "no": False}
@@ -348,7 +350,10 @@ def parse_engine(text: str):
     """``"chunked_prefill=on,chunk=2048,max_num_seqs=256,gpu_memory_utilization=0.9"`` → an
     ``EngineConfig`` (names as in vLLM without the dashes; ``chunk`` is short for
     ``max_num_batched_tokens``, ``parallel`` (llama.cpp's slots) for ``max_num_seqs``; booleans
-    on/off). Settings not named keep vLLM V0-like values
+    on/off; ``kv_unified`` is llama-server's ``--kv-unified``: on, a step's batch is cut into
+    passes of ``n_ubatch`` tokens, off, one pass per run of consecutive slots, as
+    ``EngineConfig.ubatch_split`` ``"simple"`` / ``"equal"``). Settings not named keep vLLM
+    V0-like values
     (chunked prefill and prefix caching off, 256 sequences, 8,192 tokens per step).
 
     Introduced in: notebooks/07_troubleshooting.ipynb
@@ -381,6 +386,8 @@ def parse_engine(text: str):
                 f"--engine {part!r}: {name} must be "
                 + {bool: "on or off", int: "a whole number", float: "a number", str: "a word"}[kind]
             ) from None
+        if name == "kv_unified":
+            name, parsed = "ubatch_split", "simple" if parsed else "equal"
         alias = {"chunk": "max_num_batched_tokens", "parallel": "max_num_seqs"}
         values[alias.get(name, name)] = parsed
     try:

@@ -409,6 +409,29 @@ def _cpp_kv(s: Setup) -> Suggestion | None:
     )
 
 
+def _cpp_kv_unified(s: Setup) -> Suggestion | None:
+    """``--kv-unified`` where the server may run a step as one pass per run of consecutive busy
+    slots (``EngineConfig.ubatch_split == "equal"``, or not known) and fewer requests decode
+    together than it has slots (or that is not known): their slots scatter."""
+    e = s.engine
+    if e is not None and e.ubatch_split == "simple":
+        return None
+    if e is not None and s.decoding_p50 >= e.max_num_seqs:
+        return None
+    return Suggestion(
+        "kv_unified",
+        _(
+            "one KV cache for all slots (llama-server --kv-unified): with --parallel N set and "
+            "no -kvu each slot has its own, and a decode step runs one forward pass, reading "
+            "all the weights, per run of consecutive busy slots"
+        ),
+        _(
+            "the slots share one pool of -c tokens (a long request may take more than "
+            "-c / --parallel, and the pool can run out) and attention spans every slot's cells"
+        ),
+    )
+
+
 def _cpp_draft() -> Suggestion:
     return Suggestion(
         "speculative_decoding",
@@ -450,7 +473,7 @@ def _suggest_llamacpp(cause: str, s: Setup, detail: str) -> list[Suggestion | No
     if cause == "too_slow":
         if detail == "ttft":
             return [_cpp_threads(), _cpp_batch(True), _cpp_quant(s)]
-        return [_cpp_threads(), _cpp_quant(s), _cpp_kv(s), _cpp_draft()]
+        return [_cpp_threads(), _cpp_kv_unified(s), _cpp_quant(s), _cpp_kv(s), _cpp_draft()]
     raise ValueError(f"cause={cause!r} is not one of llminfer.diagnose.findings.CAUSES")
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 from llminfer.sim.arrivals import admit_arrivals, send
 from llminfer.sim.decodestretch import run_singles, run_stretch
 from llminfer.sim.kvblocks import BlockPool
+from llminfer.sim.ubatches import free_slot, passes_time, split_equal, split_simple, take_slot
 
 
 class Scheduler:
@@ -134,6 +135,13 @@ class Scheduler:
         self.rec_decode: list[int] = []
         self.rec_waiting: list[int] = []
         self.rec_tokens: list[int] = []
+        # llama.cpp's slots and forward passes (EngineConfig.ubatch_split; llminfer.sim.ubatches)
+        self.split = {"simple": split_simple, "equal": split_equal}.get(engine.ubatch_split)
+        self.slot = [-1] * n
+        self.slot_log = [-1] * n  # the slot each request last held
+        self.slot_last_used = [-1.0] * engine.max_num_seqs  # -1: never used
+        self.idle_slots = set(range(engine.max_num_seqs))
+        self.rec_passes: list[int] = []
 
     # --- admission --------------------------------------------------------------------------
 
@@ -166,6 +174,8 @@ class Scheduler:
             self.cached_log[i] = cached
         self.running[i] = None
         self.prefilling.append(i)
+        if self.split:
+            self._take_slot(i)
         return chunk
 
     # --- preemption and completion ----------------------------------------------------------
@@ -182,6 +192,8 @@ class Scheduler:
             self.prefilling.remove(i)
         self.epoch[i] += 1
         self.kv.release(i)
+        if self.split:
+            self._free_slot(i, self.t)
 
     def _preempt_latest(self) -> int:
         i = next(reversed(self.running))
@@ -196,6 +208,8 @@ class Scheduler:
     def _finish(self, i: int, t_end: float) -> None:
         self.end[i] = t_end
         self.done += 1
+        if self.split:
+            self._free_slot(i, t_end)
         if self.next_release < self.n:
             j = self.next_release
             self.next_release += 1
@@ -219,6 +233,7 @@ class Scheduler:
                 scheduled = self._step_plain()
             if (
                 scheduled
+                and not self.split  # each step's passes depend on its slots: one at a time
                 and self.decoding
                 and not self.waiting
                 and not self.prefilling
@@ -243,6 +258,11 @@ class Scheduler:
     # them off and compare with the main loop alone.
     _run_decode_stretch = run_stretch
     _run_decode_singles = run_singles
+
+    # llama.cpp's slots and forward passes (llminfer.sim.ubatches), as methods.
+    _take_slot = take_slot
+    _free_slot = free_slot
+    _passes_time = passes_time
 
     def _step_plain(self) -> bool:
         """vLLM V0 without chunked prefill: a prefill batch if any prompt can start, else decode."""
@@ -377,7 +397,11 @@ class Scheduler:
             attended += self.attended(chunk, self.computed[i])
             prefill_tokens += chunk
             cached += self.computed[i]
-        duration = self.step_time(prefill_tokens, attended, n_decode, context, cached)
+        if self.split:
+            duration, passes = self._passes_time(batch, n_decode)
+            self.rec_passes.append(passes)
+        else:
+            duration = self.step_time(prefill_tokens, attended, n_decode, context, cached)
         if not 0 < duration < math.inf:  # also catches NaN
             raise ValueError(
                 f"step_time returned {duration!r} s for a step of {prefill_tokens} prefill tokens "
@@ -499,4 +523,7 @@ class Scheduler:
                 "output_tokens": per_step(self.rec_tokens),
             }
         )
+        if self.split:
+            requests["slot_id"] = self.slot_log
+            steps["forward_passes"] = np.asarray(self.rec_passes, dtype=np.int64)
         return requests, steps

@@ -58,6 +58,7 @@ from llminfer.cost.memory import plan_memory
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 from llminfer.sim.scheduler import Scheduler
+from llminfer.sim.ubatches import UBATCH_SPLITS
 from llminfer.sim.workload import Workload
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
@@ -124,6 +125,16 @@ class EngineConfig:
       one prefill step (``llama-server -v --log-timestamps``, 0.3.36, the toy-shaped GGUF of
       ``benchmarks/bench_fit_sweep.py``, 2026-12-03). 0 (the default): no such time, as vLLM,
       whose front end does that work beside the engine.
+    - ``ubatch_split``: ``None`` (the default: a step is one forward pass, as vLLM runs it), or
+      how llama.cpp splits a step's batch into forward passes of at most ``n_ubatch`` tokens
+      (512), each reading the weights again (``llminfer.sim.ubatches``): ``"simple"``, one KV
+      cache for all slots (``llama-server --kv-unified``, or ``--parallel`` left automatic),
+      the tokens in order, ``n_ubatch`` a pass; ``"equal"``, each slot its own KV stream (an
+      explicit ``--parallel N``, llama.cpp 0.3.36's default then), one pass per run of
+      consecutive slot ids. Requests then take slots as llama-server gives them (the least
+      recently used idle slot of ``max_num_seqs``), and each pass is timed by the step model
+      on its own: decoding slots 0, 2, 4 and 6 cost four weight passes, slots 0-3 one (measured:
+      39-41 ms a token against 21 ms, ``llminfer.sim.ubatches``).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -139,6 +150,8 @@ class EngineConfig:
     long_prefill_token_threshold_adaptive: bool = False
     handoff_steps: int = 0
     request_setup_s: float = 0.0
+    ubatch_split: str | None = None
+    n_ubatch: int = 512
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -156,6 +169,12 @@ class EngineConfig:
         check_int("max_num_seqs", self.max_num_seqs, 1)
         check_int("handoff_steps", self.handoff_steps, 0)
         check_number("request_setup_s", self.request_setup_s)
+        if self.ubatch_split is not None and self.ubatch_split not in UBATCH_SPLITS:
+            raise ValueError(
+                f"ubatch_split={self.ubatch_split!r} must be None (one pass a step) or one of "
+                f"{', '.join(UBATCH_SPLITS)} (llama.cpp's micro-batches)"
+            )
+        check_int("n_ubatch", self.n_ubatch, 1)
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:
