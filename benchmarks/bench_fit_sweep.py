@@ -1,6 +1,6 @@
 """Fit from a sweep, predict the rest (issue 22): measure p50 TTFT, TPOT and ITL at 5
 closed-loop loads on the toy server (real compute, ``--preset small``) and, when it is built, on
-llama.cpp's ``llama-server`` (tiny random GGUF, ``--parallel 8``); fit on 3 loads with
+llama.cpp's ``llama-server`` (tiny random GGUF, ``--parallel 8 --kv-unified``); fit on 3 loads with
 ``fit_sweep`` (effective peak FLOP/s and bandwidth, fixed cost per layer per step, GEMM padding,
 KV read rate, on the toy server the one-row factor, and the server's per-request handling time
 ``request_latency_s``, from 3 starts;
@@ -9,7 +9,7 @@ the other 2. For llama-server it also fits the step constants to ``llama-batched
 same GGUF (``fit_steps``) and only the latency to the sweep: printed as ``info``, not judged.
 
     python benchmarks/bench_fit_sweep.py [--fit 1,4,16] [--predict 2,8] [--per-user 8]
-        [--save data/sweeps]
+        [--save data/sweeps] [--servers toy,llama] [--per-slot-kv]
 
 Each server is swept ``--repeats`` times (3) and each load's p50s are the median over them;
 ``--save`` writes those median tables (``read_sweep`` reads them) and the batched-bench JSONL.
@@ -185,6 +185,33 @@ the median of 3 sweeps but the first). The batched-bench route predicts llama-se
 25-70 % low: batched-bench times the model's compute alone, and on this tiny model the server's
 own per-token work (sampling, HTTP streaming, the client on the same two cores) is about as
 large.
+
+llama.cpp's KV layout (2026-12-04, a seventh 2-core AMD EPYC machine, the 10-million-addition
+loop 0.90 s). With an explicit ``--parallel 8`` and no ``--kv-unified`` each slot has its own KV
+stream, and llama.cpp runs a step as one forward pass per run of consecutive busy slots
+(``split_equal``; ``llminfer.sim.ubatches``, ``benchmarks/measure_llama_slots.py``); which slots
+a load's users hold depends on what the loads and warm-ups before it left least recently used.
+The benchmark now starts llama-server with ``--kv-unified`` (one cache: passes of ``n_ubatch``
+tokens; what llama-server itself picks when ``--parallel`` is not given) and simulates it as
+such; ``--per-slot-kv`` runs the other layout, simulated with ``ubatch_split="equal"``.
+Held-out TTFT/TPOT %, tiny GGUF, at 2 | 8 users (end times UTC):
+
+=====================================  ==========================  ===========================
+run                                    toy: 2 users | 8 users      llama-server: 2 | 8 users
+=====================================  ==========================  ===========================
+18:58 ``--servers llama --per-slot-kv``                            -14.6/+2.8 | -43.7/+10.9
+18:59 ``--servers llama``                                          +0.8/-8.4 | -1.6/-6.1
+18:59 ``--servers llama --per-slot-kv``                            +2.3/-25.7 | +54.7/-12.1
+19:00 ``--servers llama``                                          +3.3/-10.3 | -1.8/-3.9
+19:01 ``--servers llama --per-slot-kv``                            -0.0/-21.4 | -30.4/+5.7
+19:02 ``--servers llama`` (host slower)                            +3.7/-23.5 | +3.8/-15.5
+19:07 defaults                         +4.1/-14.8 | +11.5/-8.9     -1.4/-16.8 | -10.2/-11.8
+19:09 defaults (spreads 29-133 %)      +5.2/+1.5 | -22.9/+28.5     +22.6/+5.9 | +25.2/-8.0
+=====================================  ==========================  ===========================
+
+With a stream per slot the 8-user TTFT missed in all three runs, in both directions (its
+simulation starts every load from fresh slots); with one cache llama-server met the limit in
+four of five runs.
 """
 
 from __future__ import annotations
