@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -220,28 +219,3 @@ def test_a_failure_without_an_end_is_not_a_user_in_flight():
         and log.requests.loc[log.requests["status"] == "failed", "end_ts"].isna().all()
     )
     assert in_flight_peak(log.requests) == 4
-
-
-def test_llamacpp_scattered_slots_suggest_one_kv_cache():
-    """Fewer requests decoding than slots, each slot its own KV stream (an explicit --parallel,
-    no -kvu: llminfer.sim.ubatches): a decode step pays a weight pass per run of consecutive busy
-    slots, so --kv-unified comes after the threads; not where the server already has it, not
-    with every slot busy, and never for vLLM."""
-    per_slot = EngineConfig(max_num_seqs=8, ubatch_split="equal")
-
-    def keys(engine, decoding, kind="llamacpp"):
-        setup = Setup(engine=engine, engine_kind=kind, decoding_p50=decoding)
-        return [s.key for s in suggest("too_slow", setup, "tpot")]
-
-    assert keys(per_slot, 4.0)[:2] == ["threads", "kv_unified"]
-    assert "kv_unified" in keys(None, float("nan"))  # nothing known: worth a try
-    assert "kv_unified" not in keys(replace(per_slot, ubatch_split="simple"), 4.0)
-    assert "kv_unified" not in keys(per_slot, 8.0)
-    assert "kv_unified" not in keys(per_slot, 4.0, "vllm")
-    out = suggest("too_slow", Setup(engine=per_slot, engine_kind="llamacpp", decoding_p50=3.0),
-                  "tpot")  # fmt: skip
-    assert "--kv-unified" in next(s.action for s in out if s.key == "kv_unified")
-    assert parse_engine("parallel=8,kv_unified=on").ubatch_split == "simple"
-    assert parse_engine("parallel=8,kv_unified=off").ubatch_split == "equal"
-    assert parse_engine("parallel=8,n_ubatch=256").n_ubatch == 256
-    assert parse_engine("parallel=8").ubatch_split is None

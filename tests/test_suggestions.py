@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from llminfer.cli import parse_engine
 from llminfer.diagnose.findings import CAUSES
 from llminfer.diagnose.suggestions import COSTS, Setup, Suggestion, suggest
 from llminfer.sim.simulate import EngineConfig
@@ -64,3 +67,34 @@ def test_a_suggestion_names_its_cost_and_refuses_an_unknown_one():
     assert str(s).startswith("[software] do it")
     with pytest.raises(ValueError, match="cost"):
         Suggestion("k", "do it", "nothing", cost="free")
+
+
+def test_llamacpp_scattered_slots_suggest_one_kv_cache():
+    """Fewer requests decoding than slots, each slot its own KV stream (an explicit --parallel,
+    no -kvu: llminfer.sim.ubatches): a decode step pays a weight pass per run of consecutive busy
+    slots, so --kv-unified comes after the threads; not where the server already has it, not
+    with every slot busy, and never for vLLM."""
+    per_slot = EngineConfig(max_num_seqs=8, ubatch_split="equal")
+
+    def keys(engine, decoding, kind="llamacpp"):
+        setup = Setup(engine=engine, engine_kind=kind, decoding_p50=decoding)
+        return [s.key for s in suggest("too_slow", setup, "tpot")]
+
+    assert keys(per_slot, 4.0)[:2] == ["threads", "kv_unified"]
+    assert "kv_unified" in keys(None, float("nan"))  # nothing known: worth a try
+    assert "kv_unified" not in keys(replace(per_slot, ubatch_split="simple"), 4.0)
+    assert "kv_unified" not in keys(per_slot, 8.0)
+    assert "kv_unified" not in keys(per_slot, 4.0, "vllm")
+    # one request decoding is one pass whatever its slot; one slot is one KV stream
+    assert "kv_unified" not in keys(per_slot, 1.0) and "kv_unified" not in keys(None, 0.5)
+    assert "kv_unified" not in keys(EngineConfig(max_num_seqs=1, ubatch_split="equal"), 1.0)
+    assert "kv_unified" in keys(per_slot, 2.0)
+    out = suggest("too_slow", Setup(engine=per_slot, engine_kind="llamacpp", decoding_p50=3.0),
+                  "tpot")  # fmt: skip
+    assert "--kv-unified" in next(s.action for s in out if s.key == "kv_unified")
+    assert parse_engine("parallel=8,kv_unified=on").ubatch_split == "simple"
+    assert parse_engine("parallel=8,kv_unified=off").ubatch_split == "equal"
+    assert parse_engine("parallel=8,kv_unified=on,n_ubatch=256").n_ubatch == 256
+    with pytest.raises(ValueError, match="no effect"):
+        parse_engine("parallel=8,n_ubatch=256")  # one pass a step: n_ubatch would be ignored
+    assert parse_engine("parallel=8").ubatch_split is None

@@ -5,6 +5,7 @@ simulator timing each pass on its own, and the live measurement they explain
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -141,3 +142,96 @@ def test_measured_scattered_slots_cost_a_pass_each():
     # ... four passes four times one; one unified pass the same as consecutive slots
     assert 3.6 * single < ms["per_slot", "0-2-4-6"] < 4.4 * single
     assert abs(ms["unified", "0-2-4-6"] / ms["unified", "0-1-2-3"] - 1) < 0.15
+
+
+def test_one_huge_pass_is_the_unsplit_step():
+    """With the real step model and passes that never cut (``n_ubatch`` above any step), the
+    split simulation is the plain one: per-pass attended pairs, cached tokens and decode
+    context add up to the unsplit step's, open and closed loop, chunked and V0."""
+    model, gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    works = [
+        Workload(24, concurrency=4, prompt_tokens=(64, 900), output_tokens=(8, 40), seed=5),
+        Workload(24, rate=30.0, prompt_tokens=(64, 900), output_tokens=(8, 40), seed=6),
+    ]
+    for base in (EngineConfig(max_num_seqs=8), EngineConfig(max_num_seqs=8, chunked_prefill=False,
+                                                             prefix_caching=False)):  # fmt: skip
+        for work in works:
+            plain = simulate(work, model, gpu, base)
+            huge = simulate(work, model, gpu, replace(base, ubatch_split="simple",
+                                                      n_ubatch=10**6))  # fmt: skip
+            assert (huge.steps.forward_passes == 1).all()
+            gap = (huge.requests.end_ts - plain.requests.end_ts).abs().max()
+            assert gap < 1e-9, gap
+
+
+def test_passes_share_a_prompts_attention_as_the_whole_step_does():
+    """A 1,000-token prompt cut into passes of 100: the attended pairs over the passes add up to
+    the prompt's (each pass attends to the tokens before it), and the cached tokens per pass are
+    the KV already there."""
+    seen = []
+
+    def step_time(prefill, attended, seqs, context, cached):
+        seen.append((prefill, attended, cached))
+        return 1e-3
+
+    engine = EngineConfig(max_num_seqs=2, max_num_batched_tokens=2048, chunked_prefill=True,
+                          prefix_caching=False, ubatch_split="simple", n_ubatch=100)  # fmt: skip
+    work = Workload(1, concurrency=1, prompt_tokens=1000, output_tokens=2)
+    result = simulate(work, get_model("llama-3.1-8b"), get_gpu("h100-sxm"), engine,
+                      step_time=step_time, capacity_blocks=512)  # fmt: skip
+    prefill = [s for s in seen[2:] if s[0]]  # after simulate's two probes of step_time
+    assert [p for p, _, _ in prefill] == [100] * 10
+    assert [c for _, _, c in prefill] == list(range(0, 1000, 100))
+    assert sum(a for _, a, _ in prefill) == 1000 * 1001 // 2  # causal: token k attends k + 1
+    assert result.steps.forward_passes.iloc[0] == 10
+
+
+def test_slots_follow_one_another_under_preemption_and_every_policy():
+    """A KV cache too small for the load (preemptions), static batching and V0's prefill-only
+    steps: a slot is never held by two running requests, and every request gets one."""
+    work = Workload(40, concurrency=6, prompt_tokens=(200, 600), output_tokens=(20, 120), seed=2)
+    engines = [
+        EngineConfig(max_num_seqs=6, ubatch_split="equal"),
+        EngineConfig(
+            max_num_seqs=6,
+            policy="static",
+            chunked_prefill=False,
+            prefix_caching=False,
+            ubatch_split="equal",
+        ),
+        EngineConfig(
+            max_num_seqs=6, chunked_prefill=False, prefix_caching=False, ubatch_split="simple"
+        ),
+    ]
+    model, gpu = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    preempted = 0
+    for engine in engines:
+        result = simulate(work, model, gpu, engine, capacity_blocks=90)
+        requests = result.requests
+        preempted += int(requests.preemptions.sum())
+        assert requests.slot_id.between(0, 5).all()
+        for _, group in requests.groupby("slot_id"):
+            group = group.sort_values("first_token_ts")
+            assert (
+                group.first_token_ts.iloc[1:].to_numpy() >= group.end_ts.iloc[:-1].to_numpy()
+            ).all()
+    assert preempted > 0  # the first engine's cache is too small: the preemption path ran
+
+
+def test_requests_freed_together_give_back_the_lowest_slot_first():
+    """Two users, one step apart: slots 7 and 6 (never used, highest first), then 5 and 4; once
+    every slot has been used, the one freed longest ago."""
+    engine = EngineConfig(max_num_seqs=4, max_num_batched_tokens=2048, chunked_prefill=True,
+                          prefix_caching=False, ubatch_split="equal")  # fmt: skip
+
+    def step_time(prefill, attended, seqs, context, cached):
+        return 1e-3
+
+    work = Workload(8, concurrency=2, prompt_tokens=16, output_tokens=4)
+    result = simulate(work, get_model("llama-3.1-8b"), get_gpu("h100-sxm"), engine,
+                      step_time=step_time, capacity_blocks=512)  # fmt: skip
+    slots = result.requests.sort_values("scheduled_ts").slot_id.tolist()
+    # both users in lockstep: 3, 2 first (never used); then 1, 0; then 2 and 3 freed together
+    # at the same time, the lowest first; and so on
+    assert slots[:4] == [3, 2, 1, 0]
+    assert slots[4:] == [2, 3, 0, 1]

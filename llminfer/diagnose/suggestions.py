@@ -411,10 +411,13 @@ def _cpp_kv(s: Setup) -> Suggestion | None:
 
 def _cpp_kv_unified(s: Setup) -> Suggestion | None:
     """``--kv-unified`` where the server may run a step as one pass per run of consecutive busy
-    slots (``EngineConfig.ubatch_split == "equal"``, or not known) and fewer requests decode
-    together than it has slots (or that is not known): their slots scatter."""
+    slots (``EngineConfig.ubatch_split == "equal"``, or not known; more than one slot) and at
+    least 2 but fewer requests decode together than it has slots (or that is not known): their
+    slots scatter."""
     e = s.engine
-    if e is not None and e.ubatch_split == "simple":
+    if e is not None and (e.ubatch_split == "simple" or e.max_num_seqs <= 1):
+        return None  # one cache already, or one slot: one KV stream, passes as unified
+    if s.decoding_p50 < 2:  # one request decoding is one pass whatever its slot (NaN: unknown)
         return None
     if e is not None and s.decoding_p50 >= e.max_num_seqs:
         return None

@@ -13,8 +13,10 @@ step costs O(events), not O(batch).
 
 Two concepts live beside it: the KV blocks (who holds how many, the prefix cache, LRU eviction)
 are a ``llminfer.sim.kvblocks.BlockPool``; stretches of identical decode-only steps skip the loop's
-per-step Python in ``llminfer.sim.decodestretch``. Step records keep one entry per step only for
-what changes from step to step; the rest is stored once per run of identical steps.
+per-step Python in ``llminfer.sim.decodestretch``; llama.cpp's slots and the forward passes a
+step is split into (``EngineConfig.ubatch_split``) are ``llminfer.sim.ubatches``. Step records
+keep one entry per step only for what changes from step to step; the rest is stored once per run
+of identical steps (``llminfer.sim.records`` turns them into the tables).
 
 Per-token times cost no per-token Python either: every decode step gives one token to every
 decoding sequence, so the scheduler records the end time of each decode step once
@@ -28,13 +30,11 @@ import heapq
 import math
 from collections import deque
 
-import numpy as np
-import pandas as pd
-
 from llminfer.sim.arrivals import admit_arrivals, send
 from llminfer.sim.decodestretch import run_singles, run_stretch
 from llminfer.sim.kvblocks import BlockPool
-from llminfer.sim.ubatches import free_slot, passes_time, split_equal, split_simple, take_slot
+from llminfer.sim.records import record_run, tables, token_times
+from llminfer.sim.ubatches import free_slot, init_slots, passes_time, take_slot
 
 
 class Scheduler:
@@ -136,12 +136,8 @@ class Scheduler:
         self.rec_waiting: list[int] = []
         self.rec_tokens: list[int] = []
         # llama.cpp's slots and forward passes (EngineConfig.ubatch_split; llminfer.sim.ubatches)
-        self.split = {"simple": split_simple, "equal": split_equal}.get(engine.ubatch_split)
-        self.slot = [-1] * n
-        self.slot_log = [-1] * n  # the slot each request last held
-        self.slot_last_used = [-1.0] * engine.max_num_seqs  # -1: never used
-        self.idle_slots = set(range(engine.max_num_seqs))
-        self.rec_passes: list[int] = []
+        init_slots(self, engine, n)
+        self.rec_passes: list[int] = []  # per step (the decode stretch is off when splitting)
 
     # --- admission --------------------------------------------------------------------------
 
@@ -258,6 +254,11 @@ class Scheduler:
     # them off and compare with the main loop alone.
     _run_decode_stretch = run_stretch
     _run_decode_singles = run_singles
+
+    # The records and their tables (llminfer.sim.records), as methods.
+    record_run = record_run
+    token_times = token_times
+    tables = tables
 
     # llama.cpp's slots and forward passes (llminfer.sim.ubatches), as methods.
     _take_slot = take_slot
@@ -456,74 +457,7 @@ class Scheduler:
             self._push_block_event(i)
         self.record_run(1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced)
 
-    def record_run(self, steps, batch, prefill, decode, waiting, produced) -> None:
-        """Record ``steps`` consecutive steps with the same batch size, prefill tokens,
-        decoding sequences, queue length and tokens produced."""
-        self.rec_repeat.append(steps)
-        self.rec_batch.append(batch)
-        self.rec_prefill.append(prefill)
-        self.rec_decode.append(decode)
-        self.rec_waiting.append(waiting)
-        self.rec_tokens.append(produced)
-
     def _share_prefix(self, i: int) -> None:
         """After a miss computed its prompt, its full prefix blocks become the group's cache."""
         if self.cfg.prefix_caching:
             self.kv.share_prefix(i, self.group[i], self.prefix_blocks[i])
-
-    def token_times(self) -> list[np.ndarray]:
-        """Per request, the absolute time (s) of each output token, first token first."""
-        ends = np.asarray(self.decode_end, dtype=float)
-        out = []
-        for parts in self.emits:
-            if len(parts) == 2 and isinstance(parts[1], tuple):  # the common case: no preemption
-                a, b = parts[1]
-                times = np.empty(b - a + 1)
-                times[0] = parts[0]
-                times[1:] = ends[a:b]
-            else:
-                times = np.concatenate(
-                    [ends[p[0] : p[1]] if isinstance(p, tuple) else [p] for p in parts]
-                    or [np.empty(0)]
-                )
-            out.append(times)
-        return out
-
-    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        requests = pd.DataFrame(
-            {
-                "request_id": self.ids,
-                "start_ts": self.arrival,
-                "first_token_ts": self.first,
-                "end_ts": self.end,
-                "input_tokens": self.prompt,
-                "output_tokens": self.output,
-                "scheduled_ts": self.scheduled,
-                "preemptions": self.preempt_count,
-                "cached_prefix_tokens": self.cached_log,
-                "prefix_group": self.group,
-                "token_ts": self.token_times(),
-            }
-        )
-        # np.asarray with a dtype first: pandas infers the type of a million-item list slowly.
-        repeat = np.asarray(self.rec_repeat, dtype=np.int64)
-
-        def per_step(runs: list[int]) -> np.ndarray:  # one value per run -> one per step
-            return np.repeat(np.asarray(runs, dtype=np.int64), repeat)
-
-        steps = pd.DataFrame(
-            {
-                "time": np.asarray(self.rec_time, dtype=float),
-                "duration_s": np.asarray(self.rec_dur, dtype=float),
-                "batch_size": per_step(self.rec_batch),
-                "prefill_tokens": per_step(self.rec_prefill),
-                "decode_seqs": per_step(self.rec_decode),
-                "kv_blocks": np.asarray(self.rec_blocks, dtype=np.int64),
-                "waiting": per_step(self.rec_waiting),
-                "output_tokens": per_step(self.rec_tokens),
-            }
-        )
-        if self.split:
-            requests["slot_id"] = self.slot_log
-            steps["forward_passes"] = np.asarray(self.rec_passes, dtype=np.int64)
-        return requests, steps

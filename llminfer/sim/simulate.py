@@ -126,15 +126,16 @@ class EngineConfig:
       ``benchmarks/bench_fit_sweep.py``, 2026-12-03). 0 (the default): no such time, as vLLM,
       whose front end does that work beside the engine.
     - ``ubatch_split``: ``None`` (the default: a step is one forward pass, as vLLM runs it), or
-      how llama.cpp splits a step's batch into forward passes of at most ``n_ubatch`` tokens
-      (512), each reading the weights again (``llminfer.sim.ubatches``): ``"simple"``, one KV
+      how llama.cpp splits a step's batch into forward passes of ``n_ubatch`` tokens (512),
+      each reading the weights again (``llminfer.sim.ubatches``): ``"simple"``, one KV
       cache for all slots (``llama-server --kv-unified``, or ``--parallel`` left automatic),
       the tokens in order, ``n_ubatch`` a pass; ``"equal"``, each slot its own KV stream (an
       explicit ``--parallel N``, llama.cpp 0.3.36's default then), one pass per run of
       consecutive slot ids. Requests then take slots as llama-server gives them (the least
       recently used idle slot of ``max_num_seqs``), and each pass is timed by the step model
       on its own: decoding slots 0, 2, 4 and 6 cost four weight passes, slots 0-3 one (measured:
-      39-41 ms a token against 21 ms, ``llminfer.sim.ubatches``).
+      39.8 ms a token against 20.5 ms, ``llminfer.sim.ubatches``). ``n_ubatch`` other than 512
+      needs a ``ubatch_split``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -175,6 +176,11 @@ class EngineConfig:
                 f"{', '.join(UBATCH_SPLITS)} (llama.cpp's micro-batches)"
             )
         check_int("n_ubatch", self.n_ubatch, 1)
+        if self.ubatch_split is None and self.n_ubatch != 512:
+            raise ValueError(
+                f"n_ubatch={self.n_ubatch} has no effect with ubatch_split=None (one pass a "
+                "step); set ubatch_split='simple' or 'equal' (llama.cpp's micro-batches)"
+            )
         check_int("block_size", self.block_size, 1)
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1:

@@ -6,7 +6,8 @@ batch is split into.
 order, then prompt tokens of every slot still reading its prompt, in slot order, up to
 ``n_batch`` (2,048) tokens (0.3.36 ``tools/server/server-context.cpp``, ``update_slots``).
 ``llama_decode`` then runs that batch as one forward pass per *micro-batch* (ubatch), each of at
-most ``n_ubatch`` tokens (512), and every pass reads all the weights again:
+most ``n_ubatch`` tokens (512; ``split_equal`` admits up to ``n_ubatch + 1`` one-token sequences,
+as llama.cpp's guard does), and every pass reads all the weights again:
 
 - ``split_simple``: with one KV cache for all slots (``--kv-unified``, or ``--parallel``
   left at its automatic value, which turns it on: ``tools/server/server.cpp`` L157-160), the
@@ -21,9 +22,9 @@ most ``n_ubatch`` tokens (512), and every pass reads all the weights again:
 Measured on llama-server 0.3.36 (built from the llama-cpp-python sdist, one CPU thread, a
 random-weight GGUF of 4 layers of hidden 1,024 and FFN 4,096 in F32: 270 MB of weights, so a
 decode step is a weight pass; 48 generated tokens per request, each sent to a chosen slot with
-``id_slot``; 2026-12-04, ``data/measurements/llama_server_slot_passes.csv``): one sequence
-9.0-10.0 ms a token; slots 0-3 together 21.0 ms, slots 0, 2, 4, 6 together 38.9-41.0 ms; with
-``--kv-unified`` both 20.2-22.9 ms.
+``id_slot``; 2026-12-04, ``data/measurements/llama_server_slot_passes.csv``, medians of 2 rounds):
+one sequence 10.1 ms a token; slots 0-3 together 20.5 ms, slots 0, 2, 4, 6 together 39.8 ms;
+with ``--kv-unified`` 22.6 and 22.4 ms.
 
 ``lru_slot`` is the slot a new request takes: the idle slot used least recently, the highest
 id among equals (``get_available_slot``: ``slot.t_last_used <= t_last``, L1604; a never-used
@@ -35,10 +36,8 @@ Introduced in: notebooks/08_measure_a_server.ipynb
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-#: What ``EngineConfig.ubatch_split`` may be: how a step's batch becomes forward passes.
-UBATCH_SPLITS = ("simple", "equal")
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 #: A pass: (slot, tokens) per sequence in it, in batch order.
 Ubatch = list[tuple[int, int]]
@@ -56,13 +55,16 @@ def _check_batch(batch: Sequence[tuple[int, int]], n_ubatch: int) -> None:
             raise ValueError(f"slot {slot} has {tokens!r} tokens; each needs >= 1")
 
 
-def server_batch(decoding: Sequence[int], prompts: dict[int, int]) -> list[tuple[int, int]]:
+def server_batch(
+    decoding: Iterable[int], prompts: dict[int, int] | Iterable[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """``update_slots``' batch as (slot, tokens): one token per decoding slot in slot order,
-    then each prompt chunk (``{slot: tokens}``) in slot order.
+    then each prompt chunk (``{slot: tokens}`` or (slot, tokens) pairs) in slot order.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
-    return [(s, 1) for s in sorted(decoding)] + sorted(prompts.items())
+    pairs = prompts.items() if isinstance(prompts, dict) else prompts
+    return [(s, 1) for s in sorted(decoding)] + sorted(pairs)
 
 
 def split_simple(batch: Sequence[tuple[int, int]], n_ubatch: int = 512) -> list[Ubatch]:
@@ -109,8 +111,8 @@ def split_equal(batch: Sequence[tuple[int, int]], n_ubatch: int = 512) -> list[U
             if members and entry[0] != members[-1][0] + 1:
                 continue
             members.append(entry)
-            if len(members) > n_ubatch:  # llama.cpp's guard: never more sequences than tokens
-                break
+            if len(members) > n_ubatch:  # llama.cpp's guard, checked after adding: so a pass
+                break  # may hold n_ubatch + 1 one-token sequences
         if not members:
             return passes
         each = min(min(m[1] for m in members), max(1, n_ubatch // len(members)))
@@ -133,10 +135,53 @@ def lru_slot(last_used: Sequence[float], idle: Sequence[int]) -> int:
     return min(idle, key=lambda s: (last_used[s], -s if last_used[s] < 0 else s))
 
 
+#: What ``EngineConfig.ubatch_split`` may be, and the rule each names.
+SPLITS: dict[str, Callable[[Sequence[tuple[int, int]], int], list[Ubatch]]] = {
+    "simple": split_simple,
+    "equal": split_equal,
+}
+UBATCH_SPLITS = tuple(SPLITS)
+
+
 # --- the scheduler's side (``llminfer.sim.scheduler.Scheduler`` binds these as methods) --------
 
 
-def take_slot(sched, i: int) -> None:
+class SlotState(Protocol):
+    """The scheduler state the slot functions read and change (see ``Scheduler``).
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+
+    split: Callable[[Sequence[tuple[int, int]], int], list[Ubatch]] | None  # None: one pass
+    slot: list[int]  # each request's slot now, -1 when it holds none
+    slot_log: list[int]  # the slot each request last held
+    slot_last_used: list[float]  # when each slot's last request ended, s; -1: never used
+    idle_slots: set[int]
+    decoding: set[int]
+    computed: list[int]  # KV tokens present before this step, per request
+    base: list[int]  # decode: a request's KV tokens = base + decode_counter
+    decode_counter: int
+    cfg: object  # the EngineConfig: n_ubatch
+    attended: Callable[[int, int], int]  # attended pairs of a chunk after cached tokens
+    step_time: Callable[..., float]
+
+
+def init_slots(sched: SlotState, engine, n: int) -> None:
+    """The slot state of ``n`` requests on ``engine.max_num_seqs`` slots, all never used;
+    ``split`` None (and nothing else set) when the engine runs a step as one pass.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    sched.split = SPLITS.get(engine.ubatch_split)
+    if sched.split is None:
+        return
+    sched.slot = [-1] * n
+    sched.slot_log = [-1] * n
+    sched.slot_last_used = [-1.0] * engine.max_num_seqs
+    sched.idle_slots = set(range(engine.max_num_seqs))
+
+
+def take_slot(sched: SlotState, i: int) -> None:
     """Give admitted request ``i`` the slot llama-server would (``lru_slot``).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
@@ -147,7 +192,7 @@ def take_slot(sched, i: int) -> None:
     sched.slot_log[i] = s
 
 
-def free_slot(sched, i: int, t: float) -> None:
+def free_slot(sched: SlotState, i: int, t: float) -> None:
     """Request ``i`` leaves its slot at time ``t`` (s): the slot's last use.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
@@ -159,7 +204,7 @@ def free_slot(sched, i: int, t: float) -> None:
         sched.slot[i] = -1
 
 
-def passes_time(sched, batch: list[tuple[int, int]], n_decode: int) -> tuple[float, int]:
+def passes_time(sched: SlotState, batch: list[tuple[int, int]], n_decode: int) -> tuple[float, int]:
     """Seconds of a step split into llama.cpp's passes, and how many passes: every decoding
     request (when ``n_decode``) and the prompt chunks of ``batch`` ((request, tokens)) in
     ``server_batch`` order, each pass timed by ``sched.step_time`` on its own tokens.
@@ -167,12 +212,12 @@ def passes_time(sched, batch: list[tuple[int, int]], n_decode: int) -> tuple[flo
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
     slot = sched.slot
-    owner = {slot[i]: i for i in sched.decoding} if n_decode else {}
-    decoding = set(owner.values())
+    decoding = set(sched.decoding) if n_decode else set()
+    owner = {slot[i]: i for i in decoding}
     owner.update((slot[i], i) for i, _ in batch)
-    order = server_batch(
-        [slot[i] for i in decoding], {slot[i]: chunk for i, chunk in batch}
-    )  # fmt: skip
+    # pairs, not a dict: two chunks on one slot would be a bookkeeping bug, and the split
+    # refuses a slot twice instead of dropping one
+    order = server_batch((slot[i] for i in decoding), [(slot[i], c) for i, c in batch])
     done = dict.fromkeys((i for i, _ in batch), 0)
     total = 0.0
     passes = sched.split(order, sched.cfg.n_ubatch)
@@ -194,8 +239,11 @@ def passes_time(sched, batch: list[tuple[int, int]], n_decode: int) -> tuple[flo
 
 
 __all__ = [
+    "SPLITS",
     "UBATCH_SPLITS",
+    "SlotState",
     "free_slot",
+    "init_slots",
     "lru_slot",
     "passes_time",
     "server_batch",
