@@ -424,13 +424,14 @@ def _cpp_kv_unified(s: Setup) -> Suggestion | None:
     return Suggestion(
         "kv_unified",
         _(
-            "one KV cache for all slots (llama-server --kv-unified): with --parallel N set and "
-            "no -kvu each slot has its own, and a decode step runs one forward pass, reading "
-            "all the weights, per run of consecutive busy slots"
+            "keep --parallel N and add llama-server --kv-unified (-kvu), one KV cache for all "
+            "slots: without it each slot has its own KV stream, and a decode step runs one "
+            "forward pass, reading all the weights, per block of consecutive busy slots"
         ),
         _(
-            "the slots share one pool of -c tokens (a long request may take more than "
-            "-c / --parallel, and the pool can run out) and attention spans every slot's cells"
+            "the slots share one pool of -c tokens instead of -c / --parallel each (a long "
+            "request may take more than its share, and the pool can run out); attention spans "
+            "every slot's KV cells"
         ),
     )
 
