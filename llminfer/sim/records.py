@@ -46,9 +46,12 @@ class RecordState(Protocol):
     slot_log: list[int]
 
 
-def record_run(sched: RecordState, steps, batch, prefill, decode, waiting, produced) -> None:
+def record_run(
+    sched: RecordState, steps, batch, prefill, decode, waiting, produced, passes=1
+) -> None:
     """Record ``steps`` consecutive steps with the same batch size, prefill tokens,
-    decoding sequences, queue length and tokens produced.
+    decoding sequences, queue length, tokens produced and forward passes (llama.cpp's
+    micro-batches; 1 when a step is one pass).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -58,6 +61,7 @@ def record_run(sched: RecordState, steps, batch, prefill, decode, waiting, produ
     sched.rec_decode.append(decode)
     sched.rec_waiting.append(waiting)
     sched.rec_tokens.append(produced)
+    sched.rec_passes.append(passes)
 
 
 def token_times(sched: RecordState) -> list[np.ndarray]:
@@ -121,7 +125,7 @@ def tables(sched: RecordState) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     if sched.split:
         requests["slot_id"] = sched.slot_log
-        steps["forward_passes"] = np.asarray(sched.rec_passes, dtype=np.int64)
+        steps["forward_passes"] = per_step(sched.rec_passes)
     return requests, steps
 
 

@@ -137,7 +137,15 @@ class Scheduler:
         self.rec_tokens: list[int] = []
         # llama.cpp's slots and forward passes (EngineConfig.ubatch_split; llminfer.sim.ubatches)
         init_slots(self, engine, n)
-        self.rec_passes: list[int] = []  # per step (the decode stretch is off when splitting)
+        self.rec_passes: list[int] = []
+
+    def _one_pass_decodes(self) -> bool:
+        """Whether a decode-only step is one forward pass, so the decode stretches may time
+        many at once: always without llama.cpp's micro-batches; with one KV cache
+        (``"simple"``) while the decoding sequences fit one ``n_ubatch``."""
+        if self.split is None:
+            return True
+        return self.cfg.ubatch_split == "simple" and len(self.decoding) <= self.cfg.n_ubatch
 
     # --- admission --------------------------------------------------------------------------
 
@@ -229,7 +237,7 @@ class Scheduler:
                 scheduled = self._step_plain()
             if (
                 scheduled
-                and not self.split  # each step's passes depend on its slots: one at a time
+                and self._one_pass_decodes()  # else each step's passes are timed one by one
                 and self.decoding
                 and not self.waiting
                 and not self.prefilling
@@ -398,9 +406,9 @@ class Scheduler:
             attended += self.attended(chunk, self.computed[i])
             prefill_tokens += chunk
             cached += self.computed[i]
+        passes = 1
         if self.split:
             duration, passes = self._passes_time(batch, n_decode)
-            self.rec_passes.append(passes)
         else:
             duration = self.step_time(prefill_tokens, attended, n_decode, context, cached)
         if not 0 < duration < math.inf:  # also catches NaN
@@ -455,7 +463,9 @@ class Scheduler:
             self.finish_at[i] = self.decode_counter + self.output[i] - self.gen[i]
             heapq.heappush(self.finish_heap, (self.finish_at[i], self.epoch[i], i))
             self._push_block_event(i)
-        self.record_run(1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced)
+        self.record_run(
+            1, len(batch) + n_decode, prefill_tokens, n_decode, waiting, produced, passes
+        )
 
     def _share_prefix(self, i: int) -> None:
         """After a miss computed its prompt, its full prefix blocks become the group's cache."""

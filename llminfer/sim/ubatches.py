@@ -5,9 +5,10 @@ batch is split into.
 (``update_slots``) it builds one batch: the sampled token of every generating slot, in slot
 order, then prompt tokens of every slot still reading its prompt, in slot order, up to
 ``n_batch`` (2,048) tokens (0.3.36 ``tools/server/server-context.cpp``, ``update_slots``).
-``llama_decode`` then runs that batch as one forward pass per *micro-batch* (ubatch), each of at
-most ``n_ubatch`` tokens (512; ``split_equal`` admits up to ``n_ubatch + 1`` one-token sequences,
-as llama.cpp's guard does), and every pass reads all the weights again:
+llama.cpp's decode (``llama_context::decode``) runs that batch as one forward pass per
+*micro-batch* (ubatch), each of at most ``n_ubatch`` tokens (512; ``split_equal`` admits up to
+``n_ubatch + 1`` one-token sequences, as llama.cpp's guard does), and every pass reads all the
+weights again:
 
 - ``split_simple``: with one KV cache for all slots (``--kv-unified``, or ``--parallel``
   left at its automatic value, which turns it on: ``tools/server/server.cpp`` L157-160), the
