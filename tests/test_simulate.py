@@ -419,6 +419,11 @@ def test_compare_engines_labels_rows():
          EngineConfig(prefix_caching=True, gpu_memory_utilization=0.3)),
         (Workload(40, rate=0.5, prompt_tokens=30000, output_tokens=(500, 3000), seed=7),
          EngineConfig(gpu_memory_utilization=0.28)),
+        # llama.cpp's micro-batches: a stretch's passes are those of its decoding slots
+        (Workload(120, concurrency=6, prompt_tokens=(100, 900), output_tokens=(20, 300),
+                  seed=8), EngineConfig(max_num_seqs=8, ubatch_split="equal")),
+        (Workload(200, rate=30.0, prompt_tokens=(100, 900), output_tokens=(20, 300), seed=9),
+         EngineConfig(max_num_seqs=16, ubatch_split="simple", n_ubatch=8)),
     ],
 )  # fmt: skip
 def test_decode_stretches_change_nothing(workload, engine, monkeypatch):

@@ -54,12 +54,14 @@ class DecodeState(Protocol):
     base: list[int]  # per request: kv tokens = base + decode counter
     finish_at: list[int]  # per request: decode counter value at which it ends
     stretch_too_short: tuple | None
+    # the passes of a decode-only step now: (sequences, summed base) each (llminfer.sim.ubatches)
+    _decode_groups: Callable[[], list[tuple[int, int]]]
     rec_time: list[float]
     rec_dur: list[float]
     rec_blocks: list[int]
     decode_end: list[float]
 
-    def record_run(self, steps, batch, prefill, decode, waiting, produced) -> None: ...
+    def record_run(self, steps, batch, prefill, decode, waiting, produced, passes=1) -> None: ...
 
 
 #: Shortest stretch of identical decode steps worth one vectorised go (below it, the numpy
@@ -88,6 +90,7 @@ def run_stretch(sched: DecodeState) -> None:
     if steps < MIN_STRETCH:
         return
     n = len(sched.decoding)
+    groups = sched._decode_groups()  # one pass, or llama.cpp's passes of these slots
     arrivals = sched.arrivals
     if arrivals:  # steps only lengthen as contexts grow: bound by the first one's time
         arrival = arrivals[0][0]
@@ -96,13 +99,15 @@ def run_stretch(sched: DecodeState) -> None:
         key = (arrival, n, sched.sum_base)
         if key == sched.stretch_too_short:
             return
-        first = sched.step_time(0, 0, n, sched.sum_base + n * c)
+        first = sum(sched.step_time(0, 0, m, b + m * c) for m, b in groups)
         steps = min(steps, math.ceil((arrival - sched.t) / first))
         if steps < MIN_STRETCH:
             sched.stretch_too_short = key
             return
-    start = sched.sum_base + n * c  # summed context of the first step, tokens
-    durations = decode_steps(n, np.arange(start, start + n * steps, n, dtype=float))
+    durations = 0.0
+    for m, b in groups:  # each pass's summed context over the steps, tokens
+        start = b + m * c
+        durations = durations + decode_steps(m, np.arange(start, start + m * steps, m, dtype=float))
     if not (durations > 0).all():  # also catches NaN
         bad = durations[~(durations > 0)][0]
         raise ValueError(
@@ -149,7 +154,7 @@ def run_stretch(sched: DecodeState) -> None:
     ends = starts[:steps] + durations[:steps]
     sched.rec_time.extend(starts[:steps].tolist())
     sched.rec_dur.extend(durations[:steps].tolist())
-    sched.record_run(steps, n, 0, n, 0, n)
+    sched.record_run(steps, n, 0, n, 0, n, len(groups))
     sched.decode_end.extend(ends.tolist())
     sched.t = float(ends[-1])
     sched.decode_counter += steps
@@ -176,7 +181,8 @@ def run_singles(sched: DecodeState) -> None:
     last = sched.finish_heap[0][0] - 1  # the step from here finishes a request: not here
     if d >= last or next_arrival <= t:
         return
-    n, sum_base, step_time = len(sched.decoding), sched.sum_base, sched.step_time
+    n, step_time = len(sched.decoding), sched.step_time
+    groups = sched._decode_groups()  # one pass, or llama.cpp's passes of these slots
     epoch, base, finish_at, bs = sched.epoch, sched.base, sched.finish_at, sched.bs
     used = kv.in_use()
     rec_time, rec_dur, rec_blocks = sched.rec_time, sched.rec_dur, sched.rec_blocks
@@ -198,7 +204,9 @@ def run_singles(sched: DecodeState) -> None:
             used += 1
         if not granted:
             break
-        duration = step_time(0, 0, n, sum_base + n * d, 0)
+        duration = 0.0
+        for m, b in groups:
+            duration += step_time(0, 0, m, b + m * d, 0)
         if not 0 < duration < math.inf:  # also catches NaN
             raise ValueError(
                 f"step_time returned {duration!r} s for a step of 0 prefill tokens and "
@@ -213,7 +221,7 @@ def run_singles(sched: DecodeState) -> None:
         steps += 1
     if steps:
         sched.t, sched.decode_counter = t, d
-        sched.record_run(steps, n, 0, n, 0, n)
+        sched.record_run(steps, n, 0, n, 0, n, len(groups))
 
 
 def _grant_next_block(kv, heap, ep, i, base, finish_at, bs) -> None:

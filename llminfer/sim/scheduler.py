@@ -34,7 +34,7 @@ from llminfer.sim.arrivals import admit_arrivals, send
 from llminfer.sim.decodestretch import run_singles, run_stretch
 from llminfer.sim.kvblocks import BlockPool
 from llminfer.sim.records import record_run, tables, token_times
-from llminfer.sim.ubatches import free_slot, init_slots, passes_time, take_slot
+from llminfer.sim.ubatches import decode_groups, free_slot, init_slots, passes_time, take_slot
 
 
 class Scheduler:
@@ -139,14 +139,6 @@ class Scheduler:
         init_slots(self, engine, n)
         self.rec_passes: list[int] = []
 
-    def _one_pass_decodes(self) -> bool:
-        """Whether a decode-only step is one forward pass, so the decode stretches may time
-        many at once: always without llama.cpp's micro-batches; with one KV cache
-        (``"simple"``) while the decoding sequences fit one ``n_ubatch``."""
-        if self.split is None:
-            return True
-        return self.cfg.ubatch_split == "simple" and len(self.decoding) <= self.cfg.n_ubatch
-
     # --- admission --------------------------------------------------------------------------
 
     def _cache_lookup(self, i: int) -> int:
@@ -237,7 +229,6 @@ class Scheduler:
                 scheduled = self._step_plain()
             if (
                 scheduled
-                and self._one_pass_decodes()  # else each step's passes are timed one by one
                 and self.decoding
                 and not self.waiting
                 and not self.prefilling
@@ -272,6 +263,7 @@ class Scheduler:
     _take_slot = take_slot
     _free_slot = free_slot
     _passes_time = passes_time
+    _decode_groups = decode_groups
 
     def _step_plain(self) -> bool:
         """vLLM V0 without chunked prefill: a prefill batch if any prompt can start, else decode."""

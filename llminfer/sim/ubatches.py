@@ -162,6 +162,7 @@ class SlotState(Protocol):
     computed: list[int]  # KV tokens present before this step, per request
     base: list[int]  # decode: a request's KV tokens = base + decode_counter
     decode_counter: int
+    sum_base: int  # summed (kv tokens - decode counter) over decoding requests
     cfg: object  # the EngineConfig: n_ubatch
     attended: Callable[[int, int], int]  # attended pairs of a chunk after cached tokens
     step_time: Callable[..., float]
@@ -205,6 +206,22 @@ def free_slot(sched: SlotState, i: int, t: float) -> None:
         sched.slot[i] = -1
 
 
+def decode_groups(sched: SlotState) -> list[tuple[int, int]]:
+    """The forward passes of a decode-only step now, as (sequences, summed base) per pass:
+    one pass of every decoding request without llama.cpp's micro-batches, else the passes its
+    split makes of the decoding slots. A pass's context is ``base + sequences × counter``
+    tokens, so the decode shortcuts (``llminfer.sim.decodestretch``) time a whole stretch of
+    identical steps pass by pass, as ``passes_time`` times one.
+
+    Introduced in: notebooks/08_measure_a_server.ipynb
+    """
+    if sched.split is None:
+        return [(len(sched.decoding), sched.sum_base)]
+    owner = {sched.slot[i]: i for i in sched.decoding}
+    passes = sched.split(server_batch(owner, []), sched.cfg.n_ubatch)
+    return [(len(p), sum(sched.base[owner[s]] for s, _ in p)) for p in passes]
+
+
 def passes_time(sched: SlotState, batch: list[tuple[int, int]], n_decode: int) -> tuple[float, int]:
     """Seconds of a step split into llama.cpp's passes, and how many passes: every decoding
     request (when ``n_decode``) and the prompt chunks of ``batch`` ((request, tokens)) in
@@ -243,6 +260,7 @@ __all__ = [
     "SPLITS",
     "UBATCH_SPLITS",
     "SlotState",
+    "decode_groups",
     "free_slot",
     "init_slots",
     "lru_slot",
