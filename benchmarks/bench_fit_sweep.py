@@ -207,11 +207,15 @@ run                                    toy: 2 users | 8 users      llama-server:
 19:02 ``--servers llama`` (host slower)                            +3.7/-23.5 | +3.8/-15.5
 19:07 defaults                         +4.1/-14.8 | +11.5/-8.9     -1.4/-16.8 | -10.2/-11.8
 19:09 defaults (spreads 29-133 %)      +5.2/+1.5 | -22.9/+28.5     +22.6/+5.9 | +25.2/-8.0
+20:05 defaults                         +27.9/-9.5 | -13.1/+14.9    -1.2/-1.3 | +0.1/-24.8
+20:07 defaults                         -0.8/+2.2 | +10.5/-10.9     +10.1/-2.8 | -17.9/-8.2
+20:08 defaults                         +1.2/-5.7 | -16.1/+2.7      -11.7/-1.8 | -17.8/-7.2
 =====================================  ==========================  ===========================
 
 With a stream per slot the 8-user TTFT missed in all three runs, in both directions (its
 simulation starts every load from fresh slots); with one cache llama-server met the limit in
-four of five runs.
+seven of eight runs, the whole benchmark in three of five (the toy server missed the other two:
+its bimodal 2-user TTFT, its 8-user TPOT on a slow host).
 """
 
 from __future__ import annotations
