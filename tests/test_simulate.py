@@ -367,6 +367,33 @@ def test_sweep_rows_are_the_metrics_summary(rate_sweep):
     assert point.log.requests.shape[0] == SWEEP_WORKLOAD.n_requests
 
 
+def test_a_repeated_sweep_comes_from_the_cache_as_a_copy(monkeypatch):
+    from llminfer.sim import loadsweep
+
+    monkeypatch.setattr(loadsweep, "_SWEEPS", type(loadsweep._SWEEPS)())
+    calls = []
+    real = loadsweep.simulate
+    monkeypatch.setattr(loadsweep, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    work = Workload(40, rate=1.0, output_tokens=(5, 20), seed=3)
+    first = sweep(work, LLAMA8, H100, rates=[1, 4], slo={"ttft_s": 0.5})
+    first.loc[0, "rps"] = -1.0  # the caller's copy: the cache keeps its own
+    again = sweep(work, LLAMA8, H100, rates=(1, 4), slo={"ttft_s": 0.5})
+    assert len(calls) == 2 and again.loc[0, "rps"] > 0
+    pd.testing.assert_frame_equal(again.drop(columns="rps"), first.drop(columns="rps"))
+    # any argument changed is another sweep; a callable step time is never cached (it could
+    # change behind the same identity), nor a list inside a spec
+    sweep(work, LLAMA8, H100, rates=[1, 4], slo={"ttft_s": 0.4})
+    assert len(calls) == 4
+    timer = step_timer(LLAMA8, H100)
+    for _ in range(2):
+        sweep(work, LLAMA8, H100, rates=[1], step_time=timer)
+    assert len(calls) == 6
+    # bounded: the oldest table goes first
+    for seed in range(loadsweep.SWEEP_CACHE_SIZE + 2):
+        sweep(replace(work, seed=seed), LLAMA8, H100, rates=[1])
+    assert len(loadsweep._SWEEPS) == loadsweep.SWEEP_CACHE_SIZE
+
+
 def test_max_goodput_is_the_highest_rate_meeting_the_slo(rate_sweep):
     slo = {"ttft_s": 0.5, "tpot_s": 0.03}
     result = max_goodput(SWEEP_WORKLOAD, LLAMA8, H100, slo, rates=RATES, percentile=99)

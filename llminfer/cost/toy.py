@@ -9,6 +9,7 @@ two on this computer shows chapter 2's point without a GPU.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -85,16 +86,21 @@ class ToyModel:
         self.kv_dtype = DTYPES[dtype]
         rng = np.random.default_rng(seed)
 
-        def w(fan_in: int, fan_out: int) -> np.ndarray:
-            # scaled in place and not copied when the dtype is float32: the same numbers without
-            # two more arrays of the matrix's size (half a second of a 155M-parameter toy's start)
-            weights = rng.standard_normal((fan_in, fan_out), np.float32)
-            weights *= fan_in**-0.5
+        def uniform(shape: tuple[int, int], std: float) -> np.ndarray:
+            # Uniform on [-std·√3, std·√3) (variance std², like PyTorch's default nn.Linear
+            # init, which is uniform too): numpy draws float32 uniforms 8× faster than normals
+            # (155M weights: 0.3 s against 2.7 s), and a random toy needs no particular shape.
+            # Scaled in place and not copied when the dtype is float32.
+            weights = rng.random(shape, np.float32)
+            weights -= 0.5
+            weights *= 2 * math.sqrt(3) * std
             return weights.astype(self.dtype, copy=False)
 
+        def w(fan_in: int, fan_out: int) -> np.ndarray:
+            return uniform((fan_in, fan_out), fan_in**-0.5)
+
         h, d, inter = c.hidden_size, c.head_dim, c.intermediate_size
-        embed = rng.standard_normal((c.vocab_size, h), np.float32)
-        self.embed = embed.astype(self.dtype, copy=False)
+        self.embed = uniform((c.vocab_size, h), 1.0)
         self.layers = [
             {
                 "attn_norm": np.ones(h, self.dtype),
@@ -155,11 +161,16 @@ class ToyModel:
         s = k.shape[1]
         # Grouped-query attention: each KV head serves `group` query heads.
         qg = q.reshape(c.n_kv_heads, group * t, d)
-        scores = (qg @ k.transpose(0, 2, 1)).reshape(c.n_kv_heads, group, t, s) / np.sqrt(d)
+        # in place and in the model's dtype: a Python float keeps float32 scores float32 (numpy's
+        # float64 scalar would promote them), which halved a 1,024-token prefill's time
+        scores = (qg @ k.transpose(0, 2, 1)).reshape(c.n_kv_heads, group, t, s)
+        scores *= 1 / math.sqrt(d)
         causal = np.arange(s)[None, :] > (start + np.arange(t))[:, None]
-        scores = np.where(causal, -np.inf, scores)
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(self.dtype)
+        scores[:, :, causal] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        probs = scores.astype(self.dtype, copy=False)
         out = probs.reshape(c.n_kv_heads, group * t, s) @ v
         out = out.reshape(c.n_heads, t, d).transpose(1, 0, 2).reshape(t, c.n_heads * d)
         return out @ layer["wo"]

@@ -12,14 +12,17 @@ prefill buy at this load?") need many runs side by side:
   ``best_load`` picks the highest load that does, ``knee`` finds where throughput stops rising,
   and ``max_goodput`` runs the sweep and picks in one call (a ``Goodput``).
 
-``llminfer.sim.simulate`` re-exports every public name here, so
-``from llminfer.sim.simulate import sweep`` keeps working.
+A sweep is deterministic and takes seconds, and a kernel often asks for the same one twice
+(notebook 03 draws its table, then its exercise 03.5 reads the same sweep): ``sweep`` keeps the
+last ``SWEEP_CACHE_SIZE`` tables it computed from arguments that are plain values (frozen specs,
+numbers, strings) and hands out copies.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -173,6 +176,12 @@ def sweep(
     """
     _check_window(window)
     kind, values = _loads(rates, concurrencies)
+    key = _sweep_key(
+        workload, model, gpu, kind, values, engine, percentiles, slo, window, simulate_kwargs
+    )
+    if key in _SWEEPS:
+        _SWEEPS.move_to_end(key)
+        return _SWEEPS[key].copy()
     rows = []
     for value in values:
         if kind == "rate":
@@ -182,7 +191,41 @@ def sweep(
         result = simulate(point, model, gpu, engine, **simulate_kwargs)
         summary = _summary_row(result, percentiles, slo, window)
         rows.append({kind: value, "preemptions": result.preemptions, **summary})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if key is not None:
+        _SWEEPS[key] = table.copy()
+        while len(_SWEEPS) > SWEEP_CACHE_SIZE:
+            _SWEEPS.popitem(last=False)
+    return table
+
+
+#: How many sweep tables ``sweep`` keeps (the last ones computed; each a few kB).
+SWEEP_CACHE_SIZE = 8
+_SWEEPS: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+
+
+def _plain(value) -> bool:
+    """A value a cached sweep may be keyed on: one that cannot change after the call (None, a
+    number, a string, a tuple of those, a frozen dataclass of those). A callable (a custom
+    ``step_time``) or a list is not: the sweep is computed every time."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return value.__dataclass_params__.frozen and all(
+            _plain(getattr(value, f.name)) for f in fields(value)
+        )
+    return False
+
+
+def _sweep_key(workload, model, gpu, kind, values, engine, percentiles, slo, window, extra):
+    """The cache key of one ``sweep`` call, or None when an argument is not ``_plain``."""
+    key = (
+        workload, model, gpu, kind, tuple(values), engine, tuple(percentiles),
+        tuple(sorted(slo.items())) if slo else None, window, tuple(sorted(extra.items())),
+    )  # fmt: skip
+    return key if _plain(key) else None
 
 
 def compare_engines(

@@ -42,7 +42,7 @@ per entry; ``token_ts[0] = first_token_ts``, ``token_ts[-1] = end_ts``), from wh
 
 The event loop itself is ``llminfer.sim.scheduler``; serving one workload at many loads or with
 several engines (``sweep``, ``max_goodput``, ``compare_engines``) is ``llminfer.sim.loadsweep``,
-whose names this module re-exports.
+which imports this module (never the other way round).
 """
 
 from __future__ import annotations
