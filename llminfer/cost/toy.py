@@ -161,16 +161,14 @@ class ToyModel:
         s = k.shape[1]
         # Grouped-query attention: each KV head serves `group` query heads.
         qg = q.reshape(c.n_kv_heads, group * t, d)
-        # in place and in the model's dtype: a Python float keeps float32 scores float32 (numpy's
-        # float64 scalar would promote them), which halved a 1,024-token prefill's time
-        scores = (qg @ k.transpose(0, 2, 1)).reshape(c.n_kv_heads, group, t, s)
-        scores *= 1 / math.sqrt(d)
+        # np.sqrt's float64 scalar makes the scores float64: kept on purpose, since the saved toy
+        # sweeps and step tables measured this toy (float32 scores halve a long prefill's time
+        # and move the toy server's 8-user TTFT; data/measurements/README.md)
+        scores = (qg @ k.transpose(0, 2, 1)).reshape(c.n_kv_heads, group, t, s) / np.sqrt(d)
         causal = np.arange(s)[None, :] > (start + np.arange(t))[:, None]
-        scores[:, :, causal] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        probs = scores.astype(self.dtype, copy=False)
+        scores = np.where(causal, -np.inf, scores)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(self.dtype)
         out = probs.reshape(c.n_kv_heads, group * t, s) @ v
         out = out.reshape(c.n_heads, t, d).transpose(1, 0, 2).reshape(t, c.n_heads * d)
         return out @ layer["wo"]

@@ -276,7 +276,7 @@ def decode_batch(model: ToyModel, ids, positions, pool: KVPool, slots) -> np.nda
         return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
     x = model.embed[np.asarray(ids)]
-    scale = 1 / math.sqrt(d)
+    scale = np.sqrt(d)
     longest = int(pos.max()) + 1
     pad = (np.arange(longest)[None, :] > pos[:, None])[:, None, None, :]
     for i, layer in enumerate(model.layers):
@@ -289,14 +289,9 @@ def decode_batch(model: ToyModel, ids, positions, pool: KVPool, slots) -> np.nda
         keys = pool.k[i][rows, :, :longest]  # batch × kv heads × longest × d (a gather)
         values = pool.v[i][rows, :, :longest]
         qg = q.reshape(n_batch, c.n_kv_heads, group, d)
-        # as ToyModel._attention: in place, in the model's dtype (a Python float scale)
-        scores = qg @ keys.transpose(0, 1, 3, 2)
-        scores *= scale
-        np.copyto(scores, -np.inf, where=pad)
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        probs = scores.astype(model.dtype, copy=False)
+        scores = np.where(pad, -np.inf, qg @ keys.transpose(0, 1, 3, 2) / scale)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(model.dtype)
         out = probs @ values  # batch × kv heads × group × d
         x = x + out.reshape(n_batch, c.n_heads * d) @ layer["wo"]
         hidden = model._rms_norm(x, layer["mlp_norm"])
