@@ -216,6 +216,15 @@ With a stream per slot the 8-user TTFT missed in all three runs, in both directi
 simulation starts every load from fresh slots); with one cache llama-server met the limit in
 seven of eight runs, the whole benchmark in three of five (the toy server missed the other two:
 its bimodal 2-user TTFT, its 8-user TPOT on a slow host).
+
+2026-12-07, an eighth machine (2-core Intel Xeon, the 10-million-addition loop 0.60-0.77 s),
+held-out TTFT/TPOT %, toy 2 | 8 users, llama-server 2 | 8 users, worst:
+20:26 defaults: +21.6/+0.2 | +5.2/-6.0, +4.7/-0.3 | -1.4/-5.2, 21.6. Then five runs with the
+toy's attention scores in float32 (numpy's float64 ``np.sqrt(head_dim)`` had promoted them; a
+1,024-token prefill 2.8x faster): worst 18.9, 19.6, 19.9, 14.4, 31.2 %, the toy's 8-user TTFT
+-18.9, -19.6, -19.9, -14.4, -31.2 % every time (llama-server within 16.5 % in all five);
+reverted, three toy-only runs (``--servers toy``): +6.8/-11.1 | -6.8/-17.4,
++15.9/-9.7 | -11.4/+0.4, +24.7/-19.3 | -5.7/+4.1. The toy stays as its saved sweeps measured it.
 """
 
 from __future__ import annotations
