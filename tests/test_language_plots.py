@@ -57,7 +57,7 @@ def _figures() -> dict:
     from llminfer.cost.latency import decode_batch_table, estimate_latency, request_breakdown
     from llminfer.cost.memory import plan_memory
     from llminfer.exercises.ch06 import ARTICLE_LOG
-    from llminfer.sim import techniques
+    from llminfer.sim import disaggregation, techniques
     from llminfer.sim.expert_parallel import ep_sweep
     from llminfer.specs.presets import get_gpu, get_model
 
@@ -87,7 +87,7 @@ def _figures() -> dict:
             techniques.fragmentation_simulation((1, 64), (1, 64), 256, (16,), n_requests=50)
         ),
         "disaggregation": plots.disaggregation_bars(
-            techniques.disaggregation_table(model, gpu, [512], links=links, transfer="pull")
+            disaggregation.disaggregation_table(model, gpu, [512], links=links, transfer="pull")
         ),
         "ep_sweep": plots.ep_sweep_chart(
             ep_sweep(get_model("deepseek-v3"), get_gpu("h800"), [16, 64], [144], 4989)

@@ -2,12 +2,15 @@
 
 ``make test`` runs import-linter's contracts (``.importlinter``: the parts as layers, matplotlib
 and ipywidgets kept out of the model and log parts); these tests run the same contracts from
-pytest and add what a layers contract cannot see: a cycle between two modules of one part.
+pytest and add what a layers contract cannot see: a cycle between two modules of one part, and a
+module that re-exports a name (``from a import b as b``) instead of its callers importing it from
+where it lives.
 Every import counts — at module level, inside a function, or under ``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -80,3 +83,32 @@ def test_the_import_contracts_are_kept(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert status == 0, out
     assert "2 kept, 0 broken" in out
+
+
+def _reexports(source: str) -> list[str]:
+    """Names a module imports as themselves (``from a import b as b``): Python's idiom for "this
+    name is exported from here too", which ruff lets through as used."""
+    tree = ast.parse(source)
+    return [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    ]
+
+
+def test_no_module_reexports_a_name_to_keep_an_old_path():
+    # a package's __init__ is its index (the lazy top-level API), so it may; a module may not:
+    # its callers import a moved name from where it lives now (issue 20)
+    found = {
+        str(path.relative_to(REPO)): names
+        for path in sorted((REPO / "llminfer").rglob("*.py"))
+        if path.name != "__init__.py" and (names := _reexports(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_a_reexport_is_found_when_there_is_one():
+    assert _reexports("from llminfer.sim.speculative import speculative_table as speculative_table")
+    assert _reexports("from llminfer.sim import speculative as spec\nimport math") == []

@@ -15,6 +15,7 @@ from llminfer.plots import (
     step_timeline,
     tensor_parallel_curves,
 )
+from llminfer.sim import disaggregation, speculative
 from llminfer.sim import techniques as T
 from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
@@ -51,7 +52,7 @@ def test_chunk_size_tradeoff_plots_milliseconds():
 
 
 def test_speculative_batch_curve_carries_the_table():
-    table = T.speculative_batch_table(LLAMA8, H100, 0.6, 4, batches=(1, 64, 1024))
+    table = speculative.speculative_batch_table(LLAMA8, H100, 0.6, 4, batches=(1, 64, 1024))
     fig = speculative_batch_curve(table)
     speedup = fig.axes[0].lines[0]
     assert list(speedup.get_ydata()) == list(table["speedup"])
@@ -73,14 +74,14 @@ def test_technique_plots_carry_their_tables():
     frag = T.kv_fragmentation([10, 20], [30, 20], 64, (16,))
     fig = fragmentation_bars(frag)
     assert [b.get_width() for b in fig.axes[0].patches][:3] == list(frag.utilization * 100)
-    spec = T.speculative_table([0.5, 0.8], 0.05, range(0, 5))
+    spec = speculative.speculative_table([0.5, 0.8], 0.05, range(0, 5))
     assert len(speculative_curves(spec).axes[0].lines) == 3  # two α lines + "no gain"
     tp = T.tensor_parallel_table(LLAMA8, H100, (1, 2))
     assert len(tensor_parallel_curves(tp).axes[0].lines) == 2
-    pd_table = T.disaggregation_table(LLAMA8, H100, [512, 4096])
+    pd_table = disaggregation.disaggregation_table(LLAMA8, H100, [512, 4096])
     bars = disaggregation_bars(pd_table).axes[0].patches
     assert len(bars) == 2 * 3  # prefill + NVLink + PCIe for each prompt length
     # pull (the default): the whole copy is what TTFT sees, one bar per link
     assert [b.get_height() for b in bars[2:4]] == list(pd_table.exposed_s[::2] * 1e3)
-    lw = T.disaggregation_table(LLAMA8, H100, [512, 4096], transfer="layerwise")
+    lw = disaggregation.disaggregation_table(LLAMA8, H100, [512, 4096], transfer="layerwise")
     assert len(disaggregation_bars(lw).axes[0].patches) == 2 * 5  # + dashed whole copies

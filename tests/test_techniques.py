@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, kv_cache_bytes, plan_memory, weight_bytes
 from llminfer.cost.latency import estimate_latency
+from llminfer.sim import disaggregation, speculative
 from llminfer.sim import techniques as T
 from llminfer.sim.workload import LogNormal
 
@@ -21,49 +22,49 @@ H100 = get_gpu("h100-sxm")
 
 def test_leviathan_expected_tokens_alpha_08_gamma_4():
     # eq. 1: (1 - 0.8**5) / (1 - 0.8) = 0.67232 / 0.2 = 3.3616
-    assert T.speculative_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
-    assert round(T.speculative_tokens_per_step(0.8, 4), 2) == 3.36
+    assert speculative.speculative_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
+    assert round(speculative.speculative_tokens_per_step(0.8, 4), 2) == 3.36
 
 
 def test_speedup_formula_by_hand():
     # (1 - 0.8**5) / ((1 - 0.8) * (4 * 0.05 + 1)) = 3.3616 / 1.2
-    assert T.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
-    assert T.speculative_speedup(0.5, 3, 0.0) == pytest.approx(1.875)  # (1 - 1/16) / 0.5
-    assert T.speculative_tokens_per_step(1.0, 5) == 6
-    assert T.speculative_tokens_per_step(0.0, 5) == 1
+    assert speculative.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    assert speculative.speculative_speedup(0.5, 3, 0.0) == pytest.approx(1.875)  # (1 - 1/16) / 0.5
+    assert speculative.speculative_tokens_per_step(1.0, 5) == 6
+    assert speculative.speculative_tokens_per_step(0.0, 5) == 1
 
 
 def test_best_draft_length_is_the_argmax():
-    gamma, speedup = T.best_draft_length(0.8, 0.05, max_gamma=16)
-    brute = max(range(17), key=lambda g: T.speculative_speedup(0.8, g, 0.05))
-    assert gamma == brute and speedup == T.speculative_speedup(0.8, brute, 0.05)
+    gamma, speedup = speculative.best_draft_length(0.8, 0.05, max_gamma=16)
+    brute = max(range(17), key=lambda g: speculative.speculative_speedup(0.8, g, 0.05))
+    assert gamma == brute and speedup == speculative.speculative_speedup(0.8, brute, 0.05)
     # low acceptance and an expensive draft: do not speculate
-    assert T.best_draft_length(0.2, 0.5) == (0, 1.0)
+    assert speculative.best_draft_length(0.2, 0.5) == (0, 1.0)
 
 
 @pytest.mark.parametrize(("alpha", "gamma"), [(0.8, 4), (0.5, 2), (0.95, 8), (0.3, 1), (0.6, 0)])
 def test_monte_carlo_agrees_with_the_formula(alpha, gamma):
-    sample = T.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
+    sample = speculative.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
     assert abs(sample.z_score) < 4  # within sampling error
     assert sample.mean_tokens == pytest.approx(sample.formula, rel=0.01)
-    again = T.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
+    again = speculative.speculative_monte_carlo(alpha, gamma, n_steps=50_000, seed=11)
     assert again == sample  # seeded
 
 
 @given(alpha=st.floats(0, 1), gamma=st.integers(0, 32), c=st.floats(0, 2))
 def test_speculative_bounds(alpha, gamma, c):
-    tokens = T.speculative_tokens_per_step(alpha, gamma)
+    tokens = speculative.speculative_tokens_per_step(alpha, gamma)
     assert 1 - 1e-9 <= tokens <= gamma + 1 + 1e-9
-    assert T.speculative_speedup(alpha, gamma, c) <= tokens + 1e-12
+    assert speculative.speculative_speedup(alpha, gamma, c) <= tokens + 1e-12
 
 
 @pytest.mark.parametrize(
     ("call", "name"),
     [
-        (lambda: T.speculative_tokens_per_step(1.2, 4), "alpha"),
-        (lambda: T.speculative_tokens_per_step(0.5, -1), "gamma"),
-        (lambda: T.speculative_speedup(0.5, 2, -0.1), "cost_ratio"),
-        (lambda: T.speculative_monte_carlo(0.5, 2, n_steps=1), "n_steps"),
+        (lambda: speculative.speculative_tokens_per_step(1.2, 4), "alpha"),
+        (lambda: speculative.speculative_tokens_per_step(0.5, -1), "gamma"),
+        (lambda: speculative.speculative_speedup(0.5, 2, -0.1), "cost_ratio"),
+        (lambda: speculative.speculative_monte_carlo(0.5, 2, n_steps=1), "n_steps"),
     ],
 )
 def test_speculative_bad_input(call, name):
@@ -272,9 +273,9 @@ def test_tensor_parallel_fits_means_the_timed_batch_fits():
 
 def test_kv_transfer_by_hand():
     # 4,096 tokens × 128 KiB = 0.5 GiB over NVLink 4 (450 GB/s per direction)
-    seconds = T.kv_transfer_seconds(LLAMA8, 4096, 450e9)
+    seconds = disaggregation.kv_transfer_seconds(LLAMA8, 4096, 450e9)
     assert seconds == pytest.approx(4096 * 131072 / 450e9)
-    table = T.disaggregation_table(LLAMA8, H100, [512, 4096])
+    table = disaggregation.disaggregation_table(LLAMA8, H100, [512, 4096])
     row = table[(table.prompt_tokens == 4096) & (table.link == "PCIe")].iloc[0]
     assert row.kv_bytes == kv_cache_bytes(LLAMA8, 4096)
     assert row.transfer_s == pytest.approx(row.kv_bytes / H100.pcie_bandwidth)
@@ -288,10 +289,10 @@ def test_links_required():
     with pytest.raises(ValueError, match="link"):
         T.tensor_parallel_table(LLAMA8, bare)
     with pytest.raises(ValueError, match="link"):
-        T.disaggregation_table(LLAMA8, bare, [512])
+        disaggregation.disaggregation_table(LLAMA8, bare, [512])
     with pytest.raises(ValueError, match="link_bandwidth"):
-        T.kv_transfer_seconds(LLAMA8, 10, 0)
-    assert math.isfinite(T.kv_transfer_seconds(LLAMA8, 10, 1e9))
+        disaggregation.kv_transfer_seconds(LLAMA8, 10, 0)
+    assert math.isfinite(disaggregation.kv_transfer_seconds(LLAMA8, 10, 1e9))
 
 
 def test_pull_transfer_exposes_the_whole_copy_by_hand():
@@ -301,45 +302,53 @@ def test_pull_transfer_exposes_the_whole_copy_by_hand():
     # 0.34359738368 s, all of it in TTFT.
     copy = 32768 * 131072 / 12.5e9
     assert copy == pytest.approx(0.34359738368)
-    assert T.kv_transfer_seconds(LLAMA8, 32768, 12.5e9) == pytest.approx(copy)
-    assert T.exposed_transfer_seconds(copy, 1.44, 32) == copy  # the default is "pull"
-    assert T.exposed_transfer_seconds(copy, 1.44, 32, transfer="pull") == copy
+    assert disaggregation.kv_transfer_seconds(LLAMA8, 32768, 12.5e9) == pytest.approx(copy)
+    assert disaggregation.exposed_transfer_seconds(copy, 1.44, 32) == copy  # the default is "pull"
+    assert disaggregation.exposed_transfer_seconds(copy, 1.44, 32, transfer="pull") == copy
     # layer-wise push over 32 layers: only the last layer's share, 0.3436 / 32 = 10.737 ms
-    layerwise = T.exposed_transfer_seconds(copy, 1.44, 32, transfer="layerwise")
+    layerwise = disaggregation.exposed_transfer_seconds(copy, 1.44, 32, transfer="layerwise")
     assert layerwise == pytest.approx(0.010737418240)
-    table = T.disaggregation_table(LLAMA8, H100, [32768], links=T.KV_LINKS).set_index("link")
+    table = disaggregation.disaggregation_table(
+        LLAMA8, H100, [32768], links=disaggregation.KV_LINKS
+    ).set_index("link")
     eth = table.loc["100 Gb/s Ethernet"]
     assert eth.transfer == "pull" and eth.exposed_s == eth.transfer_s == pytest.approx(copy)
-    lw = T.disaggregation_table(LLAMA8, H100, [32768], links=T.KV_LINKS, transfer="layerwise")
+    lw = disaggregation.disaggregation_table(
+        LLAMA8, H100, [32768], links=disaggregation.KV_LINKS, transfer="layerwise"
+    )
     assert lw.set_index("link").loc["100 Gb/s Ethernet", "exposed_s"] == pytest.approx(layerwise)
-    assert T.TRANSFER_MODES == ("pull", "layerwise")
+    assert disaggregation.TRANSFER_MODES == ("pull", "layerwise")
     with pytest.raises(ValueError, match="transfer='push'"):
-        T.exposed_transfer_seconds(copy, 1.0, 32, transfer="push")
+        disaggregation.exposed_transfer_seconds(copy, 1.0, 32, transfer="push")
     with pytest.raises(ValueError, match="transfer="):
-        T.disaggregation_table(LLAMA8, H100, [512], transfer="layer")
+        disaggregation.disaggregation_table(LLAMA8, H100, [512], transfer="layer")
 
 
 def test_layerwise_transfer_overlaps_the_prefill_by_hand():
     # 32 layers; a link faster than the prefill leaves only the last layer's share exposed
     lw = "layerwise"
-    assert T.exposed_transfer_seconds(0.32, 1.0, 32, lw) == pytest.approx(0.01)
+    assert disaggregation.exposed_transfer_seconds(0.32, 1.0, 32, lw) == pytest.approx(0.01)
     # a slow link: the copy is the bottleneck from the first layer on
-    assert T.exposed_transfer_seconds(3.2, 1.0, 32, lw) == pytest.approx(3.2 - 1.0 + 1.0 / 32)
+    assert disaggregation.exposed_transfer_seconds(3.2, 1.0, 32, lw) == pytest.approx(
+        3.2 - 1.0 + 1.0 / 32
+    )
     # one layer: nothing overlaps, as with pull
-    assert T.exposed_transfer_seconds(0.5, 1.0, 1, lw) == 0.5
-    table = T.disaggregation_table(LLAMA8, H100, [4096, 32768], links=T.KV_LINKS, transfer=lw)
+    assert disaggregation.exposed_transfer_seconds(0.5, 1.0, 1, lw) == 0.5
+    table = disaggregation.disaggregation_table(
+        LLAMA8, H100, [4096, 32768], links=disaggregation.KV_LINKS, transfer=lw
+    )
     assert (table.exposed_s <= table.transfer_s + 1e-15).all()
     assert (table.exposed_s >= table.transfer_s / LLAMA8.n_layers - 1e-15).all()
-    assert set(table.link) == set(T.KV_LINKS)
+    assert set(table.link) == set(disaggregation.KV_LINKS)
     # 400 Gb/s InfiniBand = 50 GB/s; 100 Gb/s Ethernet = 12.5 GB/s (bits / 8)
-    assert T.KV_LINKS["400 Gb/s InfiniBand"] == 400e9 / 8
-    assert T.KV_LINKS["100 Gb/s Ethernet"] == 100e9 / 8
+    assert disaggregation.KV_LINKS["400 Gb/s InfiniBand"] == 400e9 / 8
+    assert disaggregation.KV_LINKS["100 Gb/s Ethernet"] == 100e9 / 8
     with pytest.raises(ValueError, match="n_layers"):
-        T.exposed_transfer_seconds(1.0, 1.0, 0)
+        disaggregation.exposed_transfer_seconds(1.0, 1.0, 0)
     with pytest.raises(ValueError, match="prefill_s"):
-        T.exposed_transfer_seconds(1.0, -1.0, 32)
+        disaggregation.exposed_transfer_seconds(1.0, -1.0, 32)
     with pytest.raises(ValueError, match="transfer_s"):
-        T.exposed_transfer_seconds(math.nan, 1.0, 32)
+        disaggregation.exposed_transfer_seconds(math.nan, 1.0, 32)
 
 
 def test_disaggregation_removes_prefill_from_the_decode_gpu():
@@ -352,7 +361,7 @@ def test_disaggregation_removes_prefill_from_the_decode_gpu():
         output_tokens=LogNormal(150, 0.8, high=600),
         seed=5,
     )
-    table = T.compare_with_disaggregation(workload, LLAMA8, H100)
+    table = disaggregation.compare_with_disaggregation(workload, LLAMA8, H100)
     v1, v0 = table.loc["colocated, V1 chunked prefill"], table.loc["colocated, V0"]
     pd_ = table.loc["disaggregated, KV pulled after prefill"]
     # no prompt ever shares a step with the decode GPU's streams: the smoothest ITL
@@ -360,24 +369,26 @@ def test_disaggregation_removes_prefill_from_the_decode_gpu():
     assert (table["gpus"] == 2).all()
     # pulling the whole cache after the prefill (vLLM NixlConnector) costs TTFT more than
     # pushing it layer by layer; the decode side is the same
-    lw = T.compare_with_disaggregation(
+    lw = disaggregation.compare_with_disaggregation(
         workload, LLAMA8, H100, colocated={}, transfer="layerwise"
     ).loc["disaggregated, KV pushed per layer"]
     assert lw["ttft_s_p50"] < pd_["ttft_s_p50"] and lw["itl_s_p99"] == pd_["itl_s_p99"]
     with pytest.raises(ValueError, match="transfer="):
-        T.compare_with_disaggregation(workload, LLAMA8, H100, transfer="eager")
+        disaggregation.compare_with_disaggregation(workload, LLAMA8, H100, transfer="eager")
     with pytest.raises(ValueError, match="open loop"):
-        T.compare_with_disaggregation(Workload(10, concurrency=2), LLAMA8, H100)
+        disaggregation.compare_with_disaggregation(Workload(10, concurrency=2), LLAMA8, H100)
 
 
 def test_speculation_stops_paying_at_large_batch():
     # At batch 1 verifying gamma + 1 tokens costs one decode step (bandwidth bound); at large
     # batch the verify step is compute bound and costs several decode steps.
-    table = T.speculative_batch_table(
+    table = speculative.speculative_batch_table(
         LLAMA8, H100, alpha=0.6, gamma=4, batches=(1, 64, 512, 1024), context_tokens=256
     ).set_index("batch")
     assert table.loc[1, "verify_over_decode"] == pytest.approx(1, abs=0.02)
-    assert table.loc[1, "speedup"] == pytest.approx(T.speculative_speedup(0.6, 4, 0.05), rel=0.02)
+    assert table.loc[1, "speedup"] == pytest.approx(
+        speculative.speculative_speedup(0.6, 4, 0.05), rel=0.02
+    )
     assert table["speedup"].is_monotonic_decreasing
     assert table["verify_over_decode"].is_monotonic_increasing
     assert table.loc[1024, "verify_over_decode"] <= 5 + 1e-9  # at most gamma + 1 decode steps
@@ -391,16 +402,16 @@ def test_every_timed_technique_takes_the_engine_profile():
 
     pytorch = step_timer(LLAMA8, H100, profile="pytorch")
     vllm = step_timer(LLAMA8, H100)  # the default profile, "vllm"
-    table = T.disaggregation_table(LLAMA8, H100, [4096], profile="pytorch")
+    table = disaggregation.disaggregation_table(LLAMA8, H100, [4096], profile="pytorch")
     assert table.prefill_s.iloc[0] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
-    assert T.disaggregation_table(LLAMA8, H100, [4096]).prefill_s.iloc[0] == vllm(
+    assert disaggregation.disaggregation_table(LLAMA8, H100, [4096]).prefill_s.iloc[0] == vllm(
         4096, attended_pairs(4096, 0), 0, 0
     )
-    spec = T.speculative_batch_table(LLAMA8, H100, 0.6, 4, (8,), 4096, profile="pytorch")
+    spec = speculative.speculative_batch_table(LLAMA8, H100, 0.6, 4, (8,), 4096, profile="pytorch")
     assert spec.decode_s.iloc[0] == pytorch(0, 0, 8, 8 * 4096)
     ttft = T.prefix_cache_ttft(LLAMA8, H100, 4096, 3000, 0.5, profile="pytorch")
     assert ttft["miss_s"] == pytorch(4096, attended_pairs(4096, 0), 0, 0)
     tp = T.tensor_parallel_table(LLAMA8, H100, (1,), profile="pytorch").iloc[0]
     assert tp.memory_s == pytorch.breakdown(0, 0, 1, 1024)[1]
     with pytest.raises(ValueError, match="profile='sglang'"):
-        T.disaggregation_table(LLAMA8, H100, [512], profile="sglang")
+        disaggregation.disaggregation_table(LLAMA8, H100, [512], profile="sglang")

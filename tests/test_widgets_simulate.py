@@ -3,7 +3,7 @@
 import pytest
 
 from llminfer import get_gpu, get_model
-from llminfer.sim import techniques as T
+from llminfer.sim import speculative
 from llminfer.sim.loadsweep import best_load, sweep
 from llminfer.sim.workload import Workload
 from llminfer.widgets import (
@@ -49,7 +49,7 @@ def test_batching_explorer():
 
 def test_technique_explorers_follow_their_controls():
     s = SpeculativeExplorer(alpha=0.8, cost_ratio=0.05)
-    assert (s.result["gamma"], s.result["speedup"]) == T.best_draft_length(0.8, 0.05, 12)
+    assert (s.result["gamma"], s.result["speedup"]) == speculative.best_draft_length(0.8, 0.05, 12)
     s.controls["alpha"].value = 0.1
     s.controls["cost_ratio"].value = 0.5
     assert s.result["gamma"] == 0 and "do not speculate" in s._summary.value

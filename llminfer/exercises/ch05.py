@@ -62,7 +62,7 @@ def _reused_15() -> int:
 
 def _break_even_alpha() -> float:
     """Smallest acceptance rate at which some draft length beats plain decoding, c = 0.2."""
-    from llminfer.sim.techniques import best_draft_length
+    from llminfer.sim.speculative import best_draft_length
 
     low, high = 0.0, 1.0
     for _ in range(40):
@@ -84,7 +84,7 @@ def _pcie_speedup_batch1() -> float:
 def _exposed_ms_512() -> float:
     """What the KV copy of a 512-token prompt adds to TTFT over 100 Gb/s Ethernet when the
     decode side pulls it after the prefill (vLLM's NixlConnector)."""
-    from llminfer.sim.techniques import KV_LINKS, disaggregation_table
+    from llminfer.sim.disaggregation import KV_LINKS, disaggregation_table
 
     table = disaggregation_table(_llama8(), _h100(), [512], links=KV_LINKS, transfer="pull")
     return float(table.set_index("link").loc["100 Gb/s Ethernet", "exposed_s"] * 1e3)
@@ -115,7 +115,7 @@ def _v0_over_v1_itl() -> float:
 
 
 def _spec_losing_batch() -> int:
-    from llminfer.sim.techniques import speculative_batch_table
+    from llminfer.sim.speculative import speculative_batch_table
 
     batches = [2**k for k in range(11)]
     table = speculative_batch_table(_llama8(), _h100(), 0.6, 4, batches, context_tokens=256)
@@ -199,7 +199,8 @@ EXERCISES: tuple[Exercise, ...] = (
         rel_tol=0.05,
         hint=N_(
             "Pulled after the prefill, none of the copy overlaps: 512 × 128 KiB at 12.5 GB/s "
-            "(techniques.disaggregation_table(..., links=techniques.KV_LINKS), column exposed_s)."
+            "(disaggregation.disaggregation_table(..., links=disaggregation.KV_LINKS), "
+            "column exposed_s)."
         ),
     ),
     Exercise(
@@ -223,6 +224,6 @@ EXERCISES: tuple[Exercise, ...] = (
         _spec_losing_batch,
         unit="sequences",
         rel_tol=0.0,
-        hint=N_("techniques.speculative_batch_table: find the first speedup below 1."),
+        hint=N_("speculative.speculative_batch_table: find the first speedup below 1."),
     ),
 )

@@ -9,7 +9,7 @@ from llminfer.plots._figure import COLORS, new_figure
 from llminfer.plots.fonts import N_, _
 
 #: The links whose names hold words (``DisaggregationExplorer``'s own and
-#: ``llminfer.sim.techniques.KV_LINKS``), marked for the catalogs: a legend shows a link's name
+#: ``llminfer.sim.disaggregation.KV_LINKS``), marked for the catalogs: a legend shows a link's name
 #: in the learner's language, and any other name as it is.
 LINK_NAMES = (
     N_("NVLink (same node)"),
@@ -61,7 +61,7 @@ def fragmentation_bars(table: pd.DataFrame) -> Figure:
 
 def speculative_curves(table: pd.DataFrame) -> Figure:
     """Speed-up versus draft length γ, one line per acceptance rate α
-    (``techniques.speculative_table``); the dashed line is "no gain".
+    (``speculative.speculative_table``); the dashed line is "no gain".
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -114,7 +114,7 @@ def tensor_parallel_curves(table: pd.DataFrame) -> Figure:
 
 def disaggregation_bars(table: pd.DataFrame) -> Figure:
     """KV transfer time per link next to prefill time, per prompt length, in ms
-    (``techniques.disaggregation_table``), log scale: one filled bar per link for what TTFT
+    (``disaggregation.disaggregation_table``), log scale: one filled bar per link for what TTFT
     sees (``exposed_s``); where that is less than the whole copy (layer-wise transfer) an
     outlined bar behind it shows the whole copy (``transfer_s``).
 
@@ -168,7 +168,7 @@ def disaggregation_bars(table: pd.DataFrame) -> Figure:
 
 def speculative_batch_curve(table: pd.DataFrame) -> Figure:
     """Speculative decoding's speed-up and the verify step's cost (in decode steps) against
-    batch size (``techniques.speculative_batch_table``), with the break-even line at 1.
+    batch size (``speculative.speculative_batch_table``), with the break-even line at 1.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """

@@ -3,7 +3,9 @@
 Each function states its assumptions in its docstring. Costs of steps (prefill, decode, tensor
 parallel communication) come from ``llminfer.cost.roofline``; bytes from ``llminfer.cost.memory``;
 the
-batching comparison comes from the simulator in ``llminfer.sim.simulate``.
+batching comparison comes from the simulator in ``llminfer.sim.simulate``. Speculative decoding
+(``llminfer.sim.speculative``) and prefill/decode disaggregation (``llminfer.sim.disaggregation``)
+have modules of their own; import them from there.
 """
 
 from __future__ import annotations
@@ -27,30 +29,13 @@ from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 
 # Re-exported: chapter 5's table of techniques stays one namespace (``techniques.X``).
-from llminfer.sim.disaggregation import DISAGGREGATED_LABELS as DISAGGREGATED_LABELS
-from llminfer.sim.disaggregation import KV_LINKS as KV_LINKS
-from llminfer.sim.disaggregation import TRANSFER_MODES as TRANSFER_MODES
-from llminfer.sim.disaggregation import compare_with_disaggregation as compare_with_disaggregation
-from llminfer.sim.disaggregation import disaggregation_table as disaggregation_table
-from llminfer.sim.disaggregation import exposed_transfer_seconds as exposed_transfer_seconds
-from llminfer.sim.disaggregation import kv_transfer_seconds as kv_transfer_seconds
-from llminfer.sim.speculative import SpeculativeSample as SpeculativeSample
 from llminfer.sim.speculative import _check_probability
-from llminfer.sim.speculative import best_draft_length as best_draft_length
-from llminfer.sim.speculative import speculative_batch_table as speculative_batch_table
-from llminfer.sim.speculative import speculative_monte_carlo as speculative_monte_carlo
-from llminfer.sim.speculative import speculative_speedup as speculative_speedup
-from llminfer.sim.speculative import speculative_table as speculative_table
-from llminfer.sim.speculative import speculative_tokens_per_step as speculative_tokens_per_step
 from llminfer.sim.workload import sample_lengths
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 from llminfer.specs.stepmodel import StepModel
 from llminfer.units import bytes_per_element
-
-# --- speculative decoding: llminfer.sim.speculative (re-exported above) -------------------------
-
 
 # --- PagedAttention: fragmentation -----------------------------------------------------------
 
@@ -192,9 +177,6 @@ def prefix_cache_savings(
         "saved_tokens_per_request": saved,
         "saved_share": saved / prompt_tokens,
     }
-
-
-# --- prefill/decode disaggregation: llminfer.sim.disaggregation (re-exported here) ----------------
 
 
 # --- quantisation ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from llminfer.plots.techniques import (
     speculative_curves,
     tensor_parallel_curves,
 )
-from llminfer.sim import techniques
+from llminfer.sim import disaggregation, speculative, techniques
 from llminfer.specs.presets import get_gpu, get_model, list_gpus, list_models
 from llminfer.specs.stepmodel import get_profile
 from llminfer.units import format_duration
@@ -176,7 +176,7 @@ class PrefixCacheExplorer(Explorer):
 
 class SpeculativeExplorer(Explorer):
     """Acceptance rate α and draft cost ratio c → speed-up per draft length and the best γ
-    (``techniques.speculative_speedup``).
+    (``speculative.speculative_speedup``).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -193,8 +193,8 @@ class SpeculativeExplorer(Explorer):
         super().__init__(controls)
 
     def compute(self, alpha, cost_ratio) -> dict:
-        gamma, speedup = techniques.best_draft_length(alpha, cost_ratio, max_gamma=12)
-        table = techniques.speculative_table([alpha], cost_ratio, range(0, 13))
+        gamma, speedup = speculative.best_draft_length(alpha, cost_ratio, max_gamma=12)
+        table = speculative.speculative_table([alpha], cost_ratio, range(0, 13))
         return {"gamma": gamma, "speedup": speedup, "table": table}
 
     def describe(self, result: dict) -> str:
@@ -268,12 +268,12 @@ class TensorParallelExplorer(Explorer):
 
 class DisaggregationExplorer(Explorer):
     """Model, GPU and transfer mode → KV transfer time per link against prefill time, per
-    prompt length, and the part of the copy TTFT sees (``techniques.disaggregation_table``).
+    prompt length, and the part of the copy TTFT sees (``disaggregation.disaggregation_table``).
 
     ``transfer`` is ``"pull"`` (vLLM's NixlConnector: the decode side reads the whole cache
     after the prefill finished, so all of it adds to TTFT; the default) or ``"layerwise"``
     (push each layer as it is prefilled: only about 1/L shows). Links: the GPU's own NVLink
-    and PCIe (same node) and the two network links of ``techniques.KV_LINKS``.
+    and PCIe (same node) and the two network links of ``disaggregation.KV_LINKS``.
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
@@ -310,8 +310,10 @@ class DisaggregationExplorer(Explorer):
             )
             if bw
         }
-        links |= {k: techniques.KV_LINKS[k] for k in ("400 Gb/s InfiniBand", "100 Gb/s Ethernet")}
-        return techniques.disaggregation_table(
+        links |= {
+            k: disaggregation.KV_LINKS[k] for k in ("400 Gb/s InfiniBand", "100 Gb/s Ethernet")
+        }
+        return disaggregation.disaggregation_table(
             m, chip, prompts, links=links, transfer=transfer, profile=self.profile
         )
 
