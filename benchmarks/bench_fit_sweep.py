@@ -259,7 +259,7 @@ from llminfer.bench.llamacpp import (
     write_tiny_gguf,
 )
 from llminfer.serve import ServeConfig, ServerProcess, build_model
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 from llminfer.sim.workload import Workload
 from llminfer.specs.describe import model_from_gguf
 from llminfer.specs.hardware import measure_machine

@@ -22,7 +22,8 @@ import sys
 import time
 
 from llminfer import get_gpu, get_model, step_timer
-from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
+from llminfer.sim.engines import V0_ENGINE, EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import LogNormal, Workload
 
 TARGET_S = 2.0

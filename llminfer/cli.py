@@ -358,7 +358,7 @@ def parse_engine(text: str):
 
     Introduced in: notebooks/07_troubleshooting.ipynb
     """
-    from llminfer.sim.simulate import EngineConfig
+    from llminfer.sim.engines import EngineConfig
 
     values: dict = {
         "chunked_prefill": False,

@@ -640,7 +640,7 @@ def test_procedure_and_causes_tables():
         ({"slo": {"ttft_s": float("nan")}}, r"slo\['ttft_s'\]=nan"),
         ({"model": "llama-3.1-8b"}, "model='llama-3.1-8b' must be a Model"),
         ({"gpu": "h100"}, "gpu='h100' must be a GPU"),
-        ({"engine": {"block_size": 16}}, "engine=.*must be an llminfer.sim.simulate.EngineConfig"),
+        ({"engine": {"block_size": 16}}, "engine=.*must be an llminfer.sim.engines.EngineConfig"),
         ({"replicas": 0}, "replicas=0"),
         ({"server": ["x"]}, "ServerMetrics"),
     ],

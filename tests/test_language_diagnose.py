@@ -25,7 +25,7 @@ from llminfer.diagnose.run import diagnose
 from llminfer.diagnose.scrape import parse_scrape, read_scrape
 from llminfer.diagnose.suggestions import Setup, suggest
 from llminfer.language import glossary, set_language
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"

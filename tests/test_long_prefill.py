@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from llminfer import get_gpu, get_model
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Empirical, Workload
 
 LLAMA8 = get_model("llama-3.1-8b")

@@ -15,7 +15,8 @@ from llminfer.diagnose.measurement import (
     measurement_step,
     sweep_verdict,
 )
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 
 LLAMA8 = get_model("llama-3.1-8b")

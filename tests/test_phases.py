@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from llminfer import get_gpu, get_model, read_requests, summarize
 from llminfer.logs.window import since_first_start, window_log
+from llminfer.sim.engines import EngineConfig
 from llminfer.sim.loadsweep import sweep
-from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Uniform, Workload
 
 LLAMA8 = get_model("llama-3.1-8b")

@@ -20,7 +20,7 @@ from llminfer.diagnose.run import diagnose
 from llminfer.diagnose.scrape import parse_scrape
 from llminfer.diagnose.signals import in_flight_peak
 from llminfer.diagnose.suggestions import ENGINE_KINDS, Setup, suggest
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 
 PREFILL_S, TPOT_S, OUTPUT = 0.15, 0.02, 64
 

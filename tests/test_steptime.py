@@ -19,7 +19,8 @@ from llminfer.cost.calibration import (
 from llminfer.cost.roofline import IDEAL, attended_pairs, step_cost
 from llminfer.cost.splitkv import kv_splits, wave_splits
 from llminfer.cost.steptime import StepTimer, step_time
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.stepmodel import (
     DEFAULT_STEP_MODEL,

@@ -9,7 +9,7 @@ import pytest
 from llminfer.cli import parse_engine
 from llminfer.diagnose.findings import CAUSES
 from llminfer.diagnose.suggestions import COSTS, Setup, Suggestion, suggest
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 
 SETUPS = [
     Setup(),

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from llminfer import get_gpu, get_model
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.ubatches import lru_slot, server_batch, split_equal, split_simple
 from llminfer.sim.workload import Workload
 

@@ -61,7 +61,8 @@ from llminfer.cost.calibration import (
 )
 from llminfer.cost.roofline import compute_dtype
 from llminfer.cost.steptime import step_timer
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model

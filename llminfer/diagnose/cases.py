@@ -24,7 +24,8 @@ from llminfer.language import N_, _
 from llminfer.logs.reading import read_requests
 from llminfer.logs.summary import summarize
 from llminfer.logs.writing import write_log
-from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
 
 

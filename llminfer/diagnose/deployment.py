@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU

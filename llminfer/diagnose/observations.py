@@ -43,7 +43,7 @@ from llminfer.logs.metrics import STALL_FACTOR
 from llminfer.logs.quantiles import select_percentiles
 from llminfer.logs.schema import RequestLog
 from llminfer.runtime import can_use_threads
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 

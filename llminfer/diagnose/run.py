@@ -53,7 +53,7 @@ from llminfer.diagnose.suggestions import ENGINE_KINDS
 from llminfer.language import _
 from llminfer.logs.metrics import request_metrics
 from llminfer.logs.schema import RequestLog
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
 
@@ -102,7 +102,7 @@ def diagnose(
     if gpu is not None and not isinstance(gpu, GPU):
         raise ValueError(f"gpu={gpu!r} must be a GPU (see llminfer.get_gpu)")
     if engine is not None and not isinstance(engine, EngineConfig):
-        raise ValueError(f"engine={engine!r} must be an llminfer.sim.simulate.EngineConfig")
+        raise ValueError(f"engine={engine!r} must be an llminfer.sim.engines.EngineConfig")
     for name, value in (("n_gpus", n_gpus), ("replicas", replicas)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name}={value!r} must be a whole number ≥ 1")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llminfer.language import N_, _, get_language
-from llminfer.sim.simulate import EngineConfig
+from llminfer.sim.engines import EngineConfig
 
 #: Below this many tokens a prefill chunk already leaves decodes running between chunks.
 SMALL_CHUNK_TOKENS = 2048

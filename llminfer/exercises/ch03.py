@@ -11,8 +11,9 @@ from llminfer.logs.definitions import compare_definitions
 from llminfer.logs.reading import read_requests
 from llminfer.logs.summary import summarize
 from llminfer.logs.window import since_first_start
+from llminfer.sim.engines import EngineConfig
 from llminfer.sim.loadsweep import best_load, sweep
-from llminfer.sim.simulate import EngineConfig, simulate
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import LogNormal, Workload
 from llminfer.specs.presets import get_gpu, get_model
 from llminfer.specs.stepmodel import DEFAULT_PROFILE

@@ -36,7 +36,8 @@ def _waste_256() -> float:
 def _low_load_activity() -> str:
     """What the V0-style continuous server of section 4 spends most of its time on at 0.2
     requests/s: "idle", "prefill" or "decode"."""
-    from llminfer.sim.simulate import V0_ENGINE, simulate
+    from llminfer.sim.engines import V0_ENGINE
+    from llminfer.sim.simulate import simulate
     from llminfer.sim.workload import LogNormal, Workload
 
     workload = Workload(
@@ -92,8 +93,8 @@ def _exposed_ms_512() -> float:
 
 @cache
 def _chunk_table():
+    from llminfer.sim.engines import V0_ENGINE, EngineConfig
     from llminfer.sim.loadsweep import compare_engines
-    from llminfer.sim.simulate import V0_ENGINE, EngineConfig
     from llminfer.sim.workload import LogNormal, Workload
 
     workload = Workload(

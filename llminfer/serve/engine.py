@@ -1,7 +1,7 @@
 """An iteration-level inference engine for ``ToyModel`` that really runs on the CPU.
 
 It works like vLLM's scheduler, one model step at a time, with the knobs of
-``llminfer.sim.simulate.EngineConfig`` under the same names:
+``llminfer.sim.engines.EngineConfig`` under the same names:
 
 - new requests wait in a FIFO queue; a step admits them while fewer than ``max_num_seqs``
   sequences run, the step's token budget ``max_num_batched_tokens`` lasts and the KV cache has
@@ -55,7 +55,8 @@ import numpy as np
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import StepTimer, step_timer
 from llminfer.cost.toy import ToyModel
-from llminfer.sim.simulate import EngineConfig, kv_capacity_blocks
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import kv_capacity_blocks
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
@@ -162,7 +163,7 @@ class ServeConfig:
         return self.num_kv_blocks * self.block_size
 
     def engine_config(self) -> EngineConfig:
-        """The matching ``llminfer.sim.simulate.EngineConfig`` (continuous batching, no prefix
+        """The matching ``llminfer.sim.engines.EngineConfig`` (continuous batching, no prefix
         caching), so ``simulate`` can be set beside a measurement of this server."""
         return EngineConfig(
             policy="continuous",

@@ -42,7 +42,8 @@ from llminfer.cost.memory import kv_cache_bytes
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 from llminfer.logs.summary import summarize
-from llminfer.sim.simulate import V0_ENGINE, EngineConfig, simulate
+from llminfer.sim.engines import V0_ENGINE, EngineConfig
+from llminfer.sim.simulate import simulate
 from llminfer.specs.checks import check_int, check_number
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model

@@ -27,7 +27,8 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 import numpy as np
 import pandas as pd
 
-from llminfer.sim.simulate import EngineConfig, SimResult, simulate
+from llminfer.sim.engines import EngineConfig
+from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model

@@ -10,8 +10,8 @@ import pandas as pd
 
 from llminfer.language import N_, _
 from llminfer.plots.simulate import policy_comparison, throughput_latency
+from llminfer.sim.engines import EngineConfig
 from llminfer.sim.loadsweep import best_load, compare_engines, knee, load_column
-from llminfer.sim.simulate import EngineConfig
 from llminfer.sim.workload import LogNormal, Workload
 from llminfer.specs.presets import get_gpu, get_model
 from llminfer.specs.stepmodel import get_profile
