@@ -25,7 +25,8 @@ import sys
 import threading
 import time
 
-from llminfer.serve.engine import PRESETS, ServeConfig, ToyEngine, build_model
+from llminfer.serve.config import PRESETS, ServeConfig, build_model
+from llminfer.serve.engine import ToyEngine
 from llminfer.serve.limits import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, SHUTDOWN_DEADLINE_S
 
 READY = re.compile(r"ready at (http://\S+)")
