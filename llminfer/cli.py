@@ -36,7 +36,7 @@ from llminfer.language import _
 from llminfer.logs.reading import FORMATS, read_requests
 from llminfer.logs.schema import LogError, LogSource, RequestLog
 from llminfer.logs.summary import summarize
-from llminfer.logs.validation import TIME_UNITS
+from llminfer.logs.timeunits import TIME_UNITS
 from llminfer.serve.run import register_serve
 from llminfer.specs.models import check_tensor_parallel
 from llminfer.units import DTYPE_BYTES

@@ -12,7 +12,7 @@ from llminfer.cost import memory
 from llminfer.logs.logfile import record_lines
 from llminfer.logs.reading import read_requests
 from llminfer.logs.schema import BadRowsError, LogError
-from llminfer.logs.validation import TIME_UNIT_RULE
+from llminfer.logs.timeunits import TIME_UNIT_RULE
 from llminfer.specs.presets import get_gpu, get_model
 
 

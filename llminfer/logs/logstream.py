@@ -230,15 +230,15 @@ def summarize_stream(
         raise ValueError(f"engine={engine!r} is not known; use one of {', '.join(ENGINES)}")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ValueError(f"batch_rows={batch_rows!r} must be a positive whole number")
-    from llminfer.logs.validation import (
+    from llminfer.logs.timeunits import (
         MAX_MEDIAN_E2E_S,
         MAX_MEDIAN_TPOT_S,
         MAX_TIMESTAMP_S,
-        _time_scale,
+        time_scale,
         unit_error,
     )
 
-    scale = _time_scale(time_unit)
+    scale = time_scale(time_unit)
     percentiles = _check_percentiles(percentiles)
     slo = _check_slo(slo)
     files = _files(source)

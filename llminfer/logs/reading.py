@@ -27,13 +27,8 @@ import pandas as pd
 from llminfer.logs import importers, logfile
 from llminfer.logs.discovery import LOG_SUFFIXES, is_many, log_files
 from llminfer.logs.schema import _SHOWN, ON_ERROR, BadRowsError, LogError, LogSource, RequestLog
-from llminfer.logs.validation import (
-    _time_scale,
-    seconds_of,
-    shorten,
-    typed_times,
-    validate_requests,
-)
+from llminfer.logs.timeunits import seconds_of, time_scale, typed_times
+from llminfer.logs.validation import shorten, validate_requests
 
 #: Formats ``read_requests`` understands (``"auto"`` picks one from the file).
 FORMATS = (
@@ -99,7 +94,7 @@ def read_requests(
         raise ValueError(f"format={format!r} is not known; use one of {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error={on_error!r} must be 'raise' or 'report'")
-    _time_scale(time_unit)  # checks it
+    time_scale(time_unit)  # checks it
     if isinstance(source, pd.DataFrame):
         if format not in ("auto", "dataframe"):
             raise ValueError(f"format={format!r} needs a file path; a DataFrame is 'dataframe'")
