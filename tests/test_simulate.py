@@ -393,6 +393,11 @@ def test_a_repeated_sweep_comes_from_the_cache_as_a_copy(monkeypatch):
     for seed in range(loadsweep.SWEEP_CACHE_SIZE + 2):
         sweep(replace(work, seed=seed), LLAMA8, H100, rates=[1])
     assert len(loadsweep._SWEEPS) == loadsweep.SWEEP_CACHE_SIZE
+    # bad arguments still get the sweep's own messages, not an error of the cache's key
+    with pytest.raises(ValueError, match="slo"):
+        sweep(work, LLAMA8, H100, rates=[1], slo=[0.5])
+    with pytest.raises(ValueError, match="percentile"):
+        sweep(work, LLAMA8, H100, rates=[1], percentiles=99)
 
 
 def test_max_goodput_is_the_highest_rate_meeting_the_slo(rate_sweep):

@@ -41,6 +41,10 @@ def _stat_key(q: float) -> str:
 
 
 def _check_percentiles(percentiles: Sequence[float]) -> tuple[float, ...]:
+    if isinstance(percentiles, (str, bytes)) or not hasattr(percentiles, "__iter__"):
+        raise ValueError(
+            f"percentiles={percentiles!r} must be a list of numbers in (0, 100], e.g. (50, 99)"
+        )
     checked = []
     for q in percentiles:
         if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q <= 100:

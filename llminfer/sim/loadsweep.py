@@ -221,11 +221,15 @@ def _plain(value) -> bool:
 
 
 def _sweep_key(workload, model, gpu, kind, values, engine, percentiles, slo, window, extra):
-    """The cache key of one ``sweep`` call, or None when an argument is not ``_plain``."""
-    key = (
-        workload, model, gpu, kind, tuple(values), engine, tuple(percentiles),
-        tuple(sorted(slo.items())) if slo else None, window, tuple(sorted(extra.items())),
-    )  # fmt: skip
+    """The cache key of one ``sweep`` call, or None when an argument is not ``_plain`` (or not
+    of its type at all: the sweep itself then says what is wrong with it)."""
+    try:
+        key = (
+            workload, model, gpu, kind, tuple(values), engine, tuple(percentiles),
+            tuple(sorted(slo.items())) if slo else None, window, tuple(sorted(extra.items())),
+        )  # fmt: skip
+    except (AttributeError, TypeError):
+        return None
     return key if _plain(key) else None
 
 
