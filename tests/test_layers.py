@@ -92,7 +92,7 @@ def _reexports(source: str) -> list[str]:
     return [
         alias.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
         if alias.asname == alias.name
     ]
@@ -111,4 +111,5 @@ def test_no_module_reexports_a_name_to_keep_an_old_path():
 
 def test_a_reexport_is_found_when_there_is_one():
     assert _reexports("from llminfer.sim.speculative import speculative_table as speculative_table")
+    assert _reexports("import math as math") == ["math"]
     assert _reexports("from llminfer.sim import speculative as spec\nimport math") == []

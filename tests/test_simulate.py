@@ -382,7 +382,7 @@ def test_a_repeated_sweep_comes_from_the_cache_as_a_copy(monkeypatch):
     assert len(calls) == 2 and again.loc[0, "rps"] > 0
     pd.testing.assert_frame_equal(again.drop(columns="rps"), first.drop(columns="rps"))
     # any argument changed is another sweep; a callable step time is never cached (it could
-    # change behind the same identity), nor a list inside a spec
+    # change behind the same identity)
     sweep(work, LLAMA8, H100, rates=[1, 4], slo={"ttft_s": 0.4})
     assert len(calls) == 4
     timer = step_timer(LLAMA8, H100)
@@ -393,11 +393,26 @@ def test_a_repeated_sweep_comes_from_the_cache_as_a_copy(monkeypatch):
     for seed in range(loadsweep.SWEEP_CACHE_SIZE + 2):
         sweep(replace(work, seed=seed), LLAMA8, H100, rates=[1])
     assert len(loadsweep._SWEEPS) == loadsweep.SWEEP_CACHE_SIZE
-    # bad arguments still get the sweep's own messages, not an error of the cache's key
+    # bad arguments still get the sweep's own messages, not an error of the cache's key, and
+    # not a valid twin's table: True, 1 and 1.0 are equal in Python, {} and None are both falsy
     with pytest.raises(ValueError, match="slo"):
         sweep(work, LLAMA8, H100, rates=[1], slo=[0.5])
     with pytest.raises(ValueError, match="percentile"):
         sweep(work, LLAMA8, H100, rates=[1], percentiles=99)
+    sweep(work, LLAMA8, H100, rates=[1], percentiles=(50, 99), slo={"ttft_s": 1.0})
+    for bad in (
+        {"rates": [True]},
+        {"percentiles": (50, True)},
+        {"slo": {"ttft_s": True}},
+        {"slo": {}},
+    ):
+        with pytest.raises(ValueError):
+            sweep(work, LLAMA8, H100, **({"rates": [1], "percentiles": (50, 99)} | bad))
+    # a table's dtypes are those of its own call: rates 1.0 give a float column after rates 1
+    assert sweep(work, LLAMA8, H100, rates=[1.0])["rate"].dtype == float
+    # a generator of percentiles is read once, for the key and the sweep alike
+    spent = sweep(work, LLAMA8, H100, rates=[1], percentiles=(q for q in (50, 99)))
+    assert "ttft_s_p99" in spent and "ttft_s_p99" in sweep(work, LLAMA8, H100, rates=[1])
 
 
 def test_max_goodput_is_the_highest_rate_meeting_the_slo(rate_sweep):

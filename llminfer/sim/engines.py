@@ -27,7 +27,7 @@ class EngineConfig:
     ≥ 70 GiB of memory (``EngineArgs._set_default_args``, ``vllm/engine/arg_utils.py``):
     chunked prefill and prefix caching on, 8,192 tokens and 1,024 sequences per step. vLLM V0's
     defaults are ``EngineConfig(chunked_prefill=False, prefix_caching=False, max_num_seqs=256,
-    max_num_batched_tokens=8192)`` (``llminfer.sim.simulate.V0_ENGINE``).
+    max_num_batched_tokens=8192)`` (``V0_ENGINE``).
 
     - ``policy``: ``"continuous"`` (iteration-level batching) or ``"static"`` (a batch runs to
       completion before the next is admitted; KV reserved for the final length).

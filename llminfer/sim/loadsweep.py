@@ -15,7 +15,8 @@ prefill buy at this load?") need many runs side by side:
 A sweep is deterministic and takes seconds, and a kernel often asks for the same one twice
 (notebook 03 draws its table, then its exercise 03.5 reads the same sweep): ``sweep`` keeps the
 last ``SWEEP_CACHE_SIZE`` tables it computed from arguments that are plain values (frozen specs,
-numbers, strings) and hands out copies.
+numbers, strings; a profile's name stands for the ``StepModel`` it names at the time) and hands
+out copies.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
+from llminfer.specs.stepmodel import PROFILES
 
 
 def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99):
@@ -177,6 +179,8 @@ def sweep(
     """
     _check_window(window)
     kind, values = _loads(rates, concurrencies)
+    if hasattr(percentiles, "__iter__") and not isinstance(percentiles, (str, bytes)):
+        percentiles = tuple(percentiles)  # once: a generator would be spent on the cache's key
     key = _sweep_key(
         workload, model, gpu, kind, values, engine, percentiles, slo, window, simulate_kwargs
     )
@@ -205,32 +209,41 @@ SWEEP_CACHE_SIZE = 8
 _SWEEPS: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
 
 
-def _plain(value) -> bool:
-    """A value a cached sweep may be keyed on: one that cannot change after the call (None, a
-    number, a string, a tuple of those, a frozen dataclass of those). A callable (a custom
-    ``step_time``) or a list is not: the sweep is computed every time."""
+class _Uncacheable(Exception):
+    """A sweep argument the cache cannot key on."""
+
+
+def _key_of(value) -> tuple:
+    """``value`` as part of a cache key, its type included (``True``, ``1`` and ``1.0`` are
+    equal in Python but not to a sweep's checks or its table's dtypes), every field of a frozen
+    dataclass included (also those left out of its ``==``). Only values that cannot change
+    after the call qualify: None, numbers, strings, tuples and frozen dataclasses of them; a
+    callable (a custom ``step_time``), a list or a dict raises ``_Uncacheable``."""
     if value is None or isinstance(value, (bool, int, float, str)):
-        return True
+        return (type(value).__name__, value)
     if isinstance(value, tuple):
-        return all(_plain(v) for v in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return value.__dataclass_params__.frozen and all(
-            _plain(getattr(value, f.name)) for f in fields(value)
-        )
-    return False
+        return ("tuple", tuple(_key_of(v) for v in value))
+    if is_dataclass(value) and not isinstance(value, type) and value.__dataclass_params__.frozen:
+        parts = tuple((f.name, _key_of(getattr(value, f.name))) for f in fields(value))
+        return (type(value).__qualname__, parts)
+    raise _Uncacheable
 
 
 def _sweep_key(workload, model, gpu, kind, values, engine, percentiles, slo, window, extra):
-    """The cache key of one ``sweep`` call, or None when an argument is not ``_plain`` (or not
-    of its type at all: the sweep itself then says what is wrong with it)."""
+    """The cache key of one ``sweep`` call, or None when an argument cannot be keyed on (or is
+    not of its type at all: the sweep itself then says what is wrong with it). A profile given
+    by name is keyed on the ``StepModel`` the name stands for now."""
     try:
-        key = (
-            workload, model, gpu, kind, tuple(values), engine, tuple(percentiles),
-            tuple(sorted(slo.items())) if slo else None, window, tuple(sorted(extra.items())),
+        profile = extra.get("profile")
+        if isinstance(profile, str) and profile in PROFILES:
+            extra = {**extra, "profile": PROFILES[profile]}
+        slo_items = None if slo is None else tuple(sorted(slo.items()))
+        return _key_of(
+            (workload, model, gpu, kind, tuple(values), engine, tuple(percentiles), slo_items,
+             window, tuple(sorted(extra.items())))
         )  # fmt: skip
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError, _Uncacheable):
         return None
-    return key if _plain(key) else None
 
 
 def compare_engines(

@@ -27,8 +27,6 @@ from llminfer.cost.memory import (
 )
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
-
-# Re-exported: chapter 5's table of techniques stays one namespace (``techniques.X``).
 from llminfer.sim.speculative import _check_probability
 from llminfer.sim.workload import sample_lengths
 from llminfer.specs.checks import check_int

@@ -1,5 +1,5 @@
 """Chapter 5's widgets: one explorer per optimisation, each on a pure function of
-``llminfer.sim.techniques``."""
+``llminfer.sim.techniques``, ``llminfer.sim.speculative`` or ``llminfer.sim.disaggregation``."""
 
 from __future__ import annotations
 
