@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from llminfer.bench import accounting, bench, records_frame, sweep_server
-from llminfer.bench.client import RequestRecord, plan_requests
+from llminfer.bench.client import RequestRecord
+from llminfer.bench.prompts import plan_requests
 from llminfer.bench.results import prompt_tokens_line
 from llminfer.bench.stub import Reply, StubServer, completion_chunk, sse
 from llminfer.sim.workload import Workload

@@ -1,6 +1,7 @@
 """``python -m llminfer bench``: a streaming load generator for OpenAI-compatible servers.
 
-``client`` sends a ``Workload`` over aiohttp and records every chunk's arrival; ``sse`` reads
+``prompts`` draws the words of each request (never a measured prompt twice); ``client`` sends a
+``Workload`` over aiohttp and records every chunk's arrival; ``sse`` reads
 server-sent events and the chunks real servers send; ``results`` turns the records into chapter
 6's request log; ``stub`` is a scripted server for tests and the client benchmark; ``llamacpp``
 a real one (llama.cpp's ``llama-server`` with a tiny random GGUF model); ``run`` is the command
@@ -25,7 +26,8 @@ other work, sets the tail. Rerun the benchmark on an idle machine with more core
 quoting a p99. (Disabling Python's garbage collector did not change the p99: 3.8–8.5 ms.)
 """
 
-from llminfer.bench.client import BenchRun, RequestRecord, bench, plan_requests, run_bench
+from llminfer.bench.client import BenchRun, RequestRecord, bench, run_bench
+from llminfer.bench.prompts import plan_requests
 from llminfer.bench.results import (
     accounting,
     arrival_window_tps,

@@ -5,7 +5,7 @@ from the llama.cpp sources vendored in the ``llama-cpp-python`` 0.3.36 sdist int
 outside the repository (``~/.cache/llminfer/llama.cpp-0.3.36``); ``find_llama_server`` finds
 it. ``write_tiny_gguf`` writes a small Llama (2 layers, hidden 64 by default) with random
 weights and a working SentencePiece-style vocabulary with the ``gguf`` package — every prompt
-word of the load generator (``llminfer.bench.client.WORDS``) is one token, so a prompt of N
+word of the load generator (``llminfer.bench.prompts.WORDS``) is one token, so a prompt of N
 words is N tokens plus llama.cpp's BOS token, and the model only ever generates whole words
 (its output rows for byte, control and partial-word tokens are zero; the others are random,
 so one of them always wins). Its chat template adds two words (``user … assistant``), as a
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from llminfer.bench.client import WORDS
+from llminfer.bench.prompts import WORDS
 
 #: The llama-cpp-python release whose vendored llama.cpp ``scripts/build_llama_server.sh`` builds.
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
