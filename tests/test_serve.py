@@ -127,12 +127,14 @@ def test_every_request_is_accounted_for_and_lengths_are_exact(server):
 
 
 def test_ttft_grows_with_prompt_length(server):
+    # 512 tokens, not more: the toy's prefill of 512 tokens takes ~50x one of 16 here, and one of
+    # 1,024 five times that again (its float64 attention leaves the cache), for the same check
     ttft = {}
-    for tokens in (16, 1024):
+    for tokens in (16, 512):
         workload = Workload(4, concurrency=1, prompt_tokens=tokens, output_tokens=2, seed=2)
         frame = records_frame(bench(server.url, workload, "toy-small").records)
         ttft[tokens] = float(np.median(frame["first_token_ts"] - frame["start_ts"]))
-    assert ttft[1024] > 3 * ttft[16], ttft
+    assert ttft[512] > 3 * ttft[16], ttft
 
 
 # Decode batching (8 streams ≥ 3× one stream's tokens/s) is a timing ratio: measured by

@@ -46,6 +46,10 @@ def test_nothing_is_made_ahead_outside_a_kernel_or_when_turned_off(monkeypatch):
 def test_a_picture_made_ahead_is_the_one_the_kernel_draws(monkeypatch, cls):
     monkeypatch.setattr(_prefetch, "enabled", lambda: True)
     monkeypatch.setattr(_prefetch, "_waiting", [])  # no wishes of other tests' explorers
+    # one worker process, not a kernel's two: its pictures are the same, and a second spawned
+    # process (importing matplotlib and pandas, drawing neighbours nobody waits for) only
+    # takes CPU from the rest of the suite
+    monkeypatch.setattr(_prefetch, "WORKERS", 1)
     explorer = cls()
     control, step, key = wait_for_a_picture_ahead(explorer)
     control.value = step  # one step: the worker's picture, shown at once
