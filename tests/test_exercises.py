@@ -38,6 +38,18 @@ def test_every_answer_is_computed_and_accepted(item):
         assert not check(item.key, value * 1.5 + 1)
 
 
+def test_an_answer_is_computed_once_and_kept(monkeypatch):
+    import llminfer.exercises as module
+
+    calls = []
+    item = module.Exercise("99.2", "How many?", lambda: calls.append(1) or 3.5, unit="requests")
+    monkeypatch.setitem(module._registry(), "99.2", item)
+    assert check("99.2", 3.5) and not check("99.2", 5) and check("99.2", 3.5)
+    assert item.answer() == 3.5 and len(calls) == 1  # wrong tries read it up to four times
+    other = module.Exercise("99.2", "How many?", lambda: 7.0, unit="requests")
+    assert other.answer() == 7.0  # another exercise's answer is its own, under the same key
+
+
 def test_unknown_key_names_the_known_ones():
     with pytest.raises(ValueError, match="exercise="):
         exercise("99.9")

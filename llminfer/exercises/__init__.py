@@ -63,6 +63,10 @@ WHOLE_COUNT = {
 }
 
 
+#: Each exercise's answer once computed (``Exercise.answer``); the answers are deterministic.
+_ANSWERS: dict[Exercise, Answer] = {}
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One "Try it" question: its key ``"NN.k"`` (notebook NN, question k), what it asks, how
@@ -89,8 +93,12 @@ class Exercise:
     accept: tuple[str, ...] = field(default=())
 
     def answer(self) -> Answer:
-        """The answer, computed now by llminfer."""
-        return self.compute()
+        """The answer, computed by llminfer on first use and kept for this exercise: ``check``
+        reads it up to four times per try and a learner tries again, while some answers take
+        a simulation (the 07.x case studies ~0.1 s each) or a sweep (03.5: 11 loads)."""
+        if self not in _ANSWERS:
+            _ANSWERS[self] = self.compute()
+        return _ANSWERS[self]
 
     @property
     def question_text(self) -> str:
