@@ -5,9 +5,14 @@ generator) and without its per-example deadline: the suite runs on small shared 
 a slow moment is not a failure of the code under test.
 """
 
+import shutil
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import matplotlib
+import nbval.kernel
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -96,6 +101,49 @@ START_FIRST = (
     "tests/test_exercises.py",  # 5 s
     "tests/test_widget_wire.py",  # 4.3 s
 )
+
+
+# --- notebook kernels that start every time ---------------------------------------------------
+# nbval starts each notebook's kernel with jupyter_client's default TCP transport: five free
+# ports are picked, closed again and bound by the kernel a moment later. With four workers
+# starting kernels, servers and commands on loopback at once, another process can take one of
+# them in between, and the kernel dies before its first reply ("Kernel died before replying to
+# kernel_info": every cell of that notebook an error; once in ten runs of `make test` on the
+# 2-core machine, 2026-12-07). A Unix socket in a directory of the kernel's own cannot be taken:
+# here kernels talk over IPC (not on Windows, which has none), and one that still dies at start
+# is started once more.
+_KERNEL_SOCKETS = tempfile.mkdtemp(prefix="llminfer-kernels-")
+
+
+def _start_kernel(startup_timeout=60, kernel_name="python", **kwargs):
+    """nbval's ``start_new_kernel`` over IPC sockets, started again once if it dies at start."""
+    for attempt in (1, 2):
+        km = nbval.kernel.KernelManager(
+            kernel_name=kernel_name,
+            kernel_spec_manager=nbval.kernel.NbvalKernelspecManager(),
+            transport="ipc",
+            ip=str(Path(tempfile.mkdtemp(dir=_KERNEL_SOCKETS)) / "kernel"),
+        )
+        km.start_kernel(**kwargs)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=startup_timeout)
+        except RuntimeError:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            if attempt == 2:
+                raise
+        else:
+            return km, kc
+
+
+if sys.platform != "win32":
+    nbval.kernel.start_new_kernel = _start_kernel
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_KERNEL_SOCKETS, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
