@@ -23,13 +23,12 @@ from llminfer import (
 )
 from llminfer.cost.memory import (
     allocated_kv_tokens,
-    concurrency_table,
     default_reserve_bytes,
     kv_bytes_per_token,
     kv_heads_per_gpu,
-    kv_per_token_table,
     kv_utilization,
 )
+from llminfer.cost.memory_tables import concurrency_table, kv_per_token_table
 from llminfer.units import GB, GiB, KiB
 
 LLAMA8 = get_model("llama-3.1-8b")

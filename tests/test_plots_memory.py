@@ -3,7 +3,7 @@
 import pytest
 
 from llminfer import get_gpu, get_model, plan_memory
-from llminfer.cost.memory import concurrency_table
+from llminfer.cost.memory_tables import concurrency_table
 from llminfer.plots import concurrency_curve, memory_bar
 
 

@@ -13,7 +13,8 @@ from llminfer.cli import main
 from llminfer.logs.summary import summarize
 from llminfer.serve import ServeConfig, ServerProcess, ToyEngine, build_model, parse_paced
 from llminfer.serve.engine import CATCH_UP_S, paced_token
-from llminfer.sim.simulate import kv_capacity_blocks, simulate
+from llminfer.sim.engines import kv_capacity_blocks
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Workload
 
 PACED = "llama-3.1-8b:h100-sxm:vllm"

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from llminfer import get_gpu, get_model
 from llminfer.cost.latency import estimate_latency
 from llminfer.cost.steptime import step_timer
-from llminfer.sim.engines import V0_ENGINE, EngineConfig
+from llminfer.sim.engines import V0_ENGINE, EngineConfig, kv_capacity_blocks
 from llminfer.sim.loadsweep import best_load, compare_engines, itl_stats, knee, max_goodput, sweep
-from llminfer.sim.simulate import kv_capacity_blocks, simulate
+from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
 
 LLAMA8 = get_model("llama-3.1-8b")

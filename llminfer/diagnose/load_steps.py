@@ -31,8 +31,7 @@ from llminfer.diagnose.procedure import (
 )
 from llminfer.diagnose.signals import rank_correlation, tokens_in_flight_peak
 from llminfer.language import _, get_language
-from llminfer.sim.engines import EngineConfig
-from llminfer.sim.simulate import kv_capacity_blocks
+from llminfer.sim.engines import EngineConfig, kv_capacity_blocks
 
 
 def workload_step(obs: Observations) -> Finding:

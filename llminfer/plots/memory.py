@@ -71,7 +71,7 @@ def concurrency_curve(table: pd.DataFrame) -> Figure:
     """Max concurrency (requests) versus context length (tokens), one line per ``label``.
 
     ``table`` has columns ``label``, ``context_tokens``, ``max_concurrency`` (as returned by
-    ``llminfer.cost.memory.concurrency_table``). Both axes are logarithmic.
+    ``llminfer.cost.memory_tables.concurrency_table``). Both axes are logarithmic.
 
     Introduced in: notebooks/04_memory_budget.ipynb
     """

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from llminfer.cost.steptime import StepTimer, step_timer
 from llminfer.cost.toy import ToyModel
-from llminfer.sim.engines import EngineConfig
-from llminfer.sim.simulate import kv_capacity_blocks
+from llminfer.sim.engines import EngineConfig, kv_capacity_blocks
 from llminfer.specs.checks import check_int
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model

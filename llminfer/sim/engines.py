@@ -3,7 +3,8 @@
 ``EngineConfig`` holds an engine's scheduling knobs under vLLM's names (the batch token budget,
 the sequence cap, chunked prefill, prefix caching, the KV block size, preemption and the
 batching policy) and llama.cpp's (its micro-batches and slots: ``ubatch_split``, ``n_ubatch``),
-each checked when it is made; ``V1_ENGINE`` and ``V0_ENGINE`` are vLLM's two schedulers' defaults.
+each checked when it is made; ``V1_ENGINE`` and ``V0_ENGINE`` are vLLM's two schedulers' defaults,
+and ``kv_capacity_blocks`` the KV blocks an engine gets from chapter 4's memory plan.
 ``llminfer.sim.simulate`` serves a workload with one; the toy server
 (``llminfer.serve``) and ``diagnose`` describe their engines with the same class. Used by
 notebooks 03, 05, 07 and 08.
@@ -13,8 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llminfer.cost.memory import plan_memory
 from llminfer.sim.ubatches import UBATCH_SPLITS
 from llminfer.specs.checks import check_int, check_number
+from llminfer.specs.hardware import GPU
+from llminfer.specs.models import Model
 
 POLICIES = ("continuous", "static")
 
@@ -166,3 +170,33 @@ V1_ENGINE = EngineConfig()
 V0_ENGINE = EngineConfig(
     chunked_prefill=False, prefix_caching=False, max_num_seqs=256, max_num_batched_tokens=8192
 )
+
+
+def kv_capacity_blocks(
+    model: Model,
+    gpu: GPU,
+    engine: EngineConfig = EngineConfig(),
+    n_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> int:
+    """KV blocks the engine gets: ``plan_memory(...).capacity_tokens // block_size``.
+
+    Raises ValueError (with the memory plan's reason) when no block fits.
+
+    Introduced in: notebooks/05_optimizations.ipynb
+    """
+    plan = plan_memory(
+        model,
+        gpu,
+        n_gpus=n_gpus,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        block_size=engine.block_size,
+        context_tokens=min(model.max_context, 4096),
+    )
+    blocks = plan.capacity_tokens // engine.block_size
+    if blocks < 1:
+        raise ValueError(f"model={model.name!r} leaves no KV cache on {gpu.name}: {plan.reason}")
+    return blocks

@@ -54,10 +54,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from llminfer.cost.memory import plan_memory
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
-from llminfer.sim.engines import EngineConfig
+from llminfer.sim.engines import EngineConfig, kv_capacity_blocks
 from llminfer.sim.scheduler import Scheduler
 from llminfer.sim.workload import Workload
 from llminfer.specs.checks import check_int
@@ -280,36 +279,6 @@ def run_phases(result: SimResult, percentiles: tuple[float, ...] = (50, 99)) -> 
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "phase"
     return table
-
-
-def kv_capacity_blocks(
-    model: Model,
-    gpu: GPU,
-    engine: EngineConfig = EngineConfig(),
-    n_gpus: int = 1,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-) -> int:
-    """KV blocks the engine gets: ``plan_memory(...).capacity_tokens // block_size``.
-
-    Raises ValueError (with the memory plan's reason) when no block fits.
-
-    Introduced in: notebooks/05_optimizations.ipynb
-    """
-    plan = plan_memory(
-        model,
-        gpu,
-        n_gpus=n_gpus,
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-        gpu_memory_utilization=engine.gpu_memory_utilization,
-        block_size=engine.block_size,
-        context_tokens=min(model.max_context, 4096),
-    )
-    blocks = plan.capacity_tokens // engine.block_size
-    if blocks < 1:
-        raise ValueError(f"model={model.name!r} leaves no KV cache on {gpu.name}: {plan.reason}")
-    return blocks
 
 
 def simulate(
