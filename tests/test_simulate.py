@@ -14,8 +14,10 @@ from llminfer.cost.latency import estimate_latency
 from llminfer.cost.steptime import step_timer
 from llminfer.sim.engines import V0_ENGINE, EngineConfig, kv_capacity_blocks
 from llminfer.sim.loadsweep import best_load, compare_engines, itl_stats, knee, max_goodput, sweep
+from llminfer.sim.runcache import RunCache
 from llminfer.sim.simulate import simulate
 from llminfer.sim.workload import Empirical, LogNormal, Uniform, Workload
+from llminfer.specs.stepmodel import PROFILES
 
 LLAMA8 = get_model("llama-3.1-8b")
 H100 = get_gpu("h100-sxm")
@@ -368,10 +370,45 @@ def test_sweep_rows_are_the_metrics_summary(rate_sweep):
     assert point.log.requests.shape[0] == SWEEP_WORKLOAD.n_requests
 
 
+def test_a_repeated_run_comes_from_the_cache_as_a_copy(monkeypatch):
+    from llminfer.sim import simulate as module
+
+    monkeypatch.setattr(module, "_RUNS", RunCache(3, module._copy_run))
+    calls = []
+    real = module.Scheduler
+    monkeypatch.setattr(module, "Scheduler", lambda *a: calls.append(1) or real(*a))
+    work = Workload(30, rate=2.0, output_tokens=(5, 20), seed=4)
+    first = simulate(work, LLAMA8, H100, profile="pytorch")
+    first.requests.loc[0, "end_ts"] = -1.0  # the caller's copy: the cache keeps its own
+    with pytest.raises(ValueError, match="read-only"):
+        first.requests["token_ts"].iloc[0][0] = -1.0  # the token times are shared: read-only
+    again = simulate(work, LLAMA8, H100, profile="pytorch")
+    assert len(calls) == 1 and again.requests.loc[0, "end_ts"] > 0
+    pd.testing.assert_frame_equal(again.steps, first.steps)
+    assert again.log is not simulate(work, LLAMA8, H100, profile="pytorch").log  # each its own
+    assert again.preemptions == first.preemptions
+    # another argument is another run; a step_time function is never kept
+    simulate(work, LLAMA8, H100, profile=PROFILES["pytorch"])  # the same profile by value
+    assert len(calls) == 1
+    simulate(work, LLAMA8, H100, kv_dtype="fp8", profile="pytorch")
+    simulate(work, LLAMA8, H100)  # the default profile, not "pytorch"
+    assert len(calls) == 3
+    timer = step_timer(LLAMA8, H100)
+    for _ in range(2):
+        simulate(work, LLAMA8, H100, step_time=timer)
+    assert len(calls) == 5
+    for seed in range(5):  # bounded: the oldest run goes first
+        simulate(replace(work, seed=seed), LLAMA8, H100)
+    assert len(module._RUNS) == 3
+    with pytest.raises(ValueError, match="workload"):
+        simulate([work], LLAMA8, H100)  # not keyed on, and still refused in the run's words
+
+
 def test_a_repeated_sweep_comes_from_the_cache_as_a_copy(monkeypatch):
     from llminfer.sim import loadsweep
 
-    monkeypatch.setattr(loadsweep, "_SWEEPS", type(loadsweep._SWEEPS)())
+    fresh = RunCache(loadsweep.SWEEP_CACHE_SIZE, pd.DataFrame.copy)
+    monkeypatch.setattr(loadsweep, "_SWEEPS", fresh)
     calls = []
     real = loadsweep.simulate
     monkeypatch.setattr(loadsweep, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))

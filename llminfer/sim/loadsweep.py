@@ -21,19 +21,18 @@ out copies.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from llminfer.sim.engines import EngineConfig
+from llminfer.sim.runcache import RunCache, Uncacheable, key_of, profile_key
 from llminfer.sim.simulate import SimResult, simulate
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
-from llminfer.specs.stepmodel import PROFILES
 
 
 def meets_slo_table(table: pd.DataFrame, slo: dict[str, float], percentile: float = 99):
@@ -184,9 +183,9 @@ def sweep(
     key = _sweep_key(
         workload, model, gpu, kind, values, engine, percentiles, slo, window, simulate_kwargs
     )
-    if key in _SWEEPS:
-        _SWEEPS.move_to_end(key)
-        return _SWEEPS[key].copy()
+    cached = _SWEEPS.get(key)
+    if cached is not None:
+        return cached
     rows = []
     for value in values:
         if kind == "rate":
@@ -197,36 +196,13 @@ def sweep(
         summary = _summary_row(result, percentiles, slo, window)
         rows.append({kind: value, "preemptions": result.preemptions, **summary})
     table = pd.DataFrame(rows)
-    if key is not None:
-        _SWEEPS[key] = table.copy()
-        while len(_SWEEPS) > SWEEP_CACHE_SIZE:
-            _SWEEPS.popitem(last=False)
+    _SWEEPS.put(key, table)
     return table
 
 
 #: How many sweep tables ``sweep`` keeps (the last ones computed; each a few kB).
 SWEEP_CACHE_SIZE = 8
-_SWEEPS: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-
-
-class _Uncacheable(Exception):
-    """A sweep argument the cache cannot key on."""
-
-
-def _key_of(value) -> tuple:
-    """``value`` as part of a cache key, its type included (``True``, ``1`` and ``1.0`` are
-    equal in Python but not to a sweep's checks or its table's dtypes), every field of a frozen
-    dataclass included (also those left out of its ``==``). Only values that cannot change
-    after the call qualify: None, numbers, strings, tuples and frozen dataclasses of them; a
-    callable (a custom ``step_time``), a list or a dict raises ``_Uncacheable``."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return (type(value).__name__, value)
-    if isinstance(value, tuple):
-        return ("tuple", tuple(_key_of(v) for v in value))
-    if is_dataclass(value) and not isinstance(value, type) and value.__dataclass_params__.frozen:
-        parts = tuple((f.name, _key_of(getattr(value, f.name))) for f in fields(value))
-        return (type(value).__qualname__, parts)
-    raise _Uncacheable
+_SWEEPS: RunCache[pd.DataFrame] = RunCache(SWEEP_CACHE_SIZE, pd.DataFrame.copy)
 
 
 def _sweep_key(workload, model, gpu, kind, values, engine, percentiles, slo, window, extra):
@@ -234,15 +210,14 @@ def _sweep_key(workload, model, gpu, kind, values, engine, percentiles, slo, win
     not of its type at all: the sweep itself then says what is wrong with it). A profile given
     by name is keyed on the ``StepModel`` the name stands for now."""
     try:
-        profile = extra.get("profile")
-        if isinstance(profile, str) and profile in PROFILES:
-            extra = {**extra, "profile": PROFILES[profile]}
+        if "profile" in extra:
+            extra = {**extra, "profile": profile_key(extra["profile"])}
         slo_items = None if slo is None else tuple(sorted(slo.items()))
-        return _key_of(
+        return key_of(
             (workload, model, gpu, kind, tuple(values), engine, tuple(percentiles), slo_items,
              window, tuple(sorted(extra.items())))
         )  # fmt: skip
-    except (AttributeError, TypeError, _Uncacheable):
+    except (AttributeError, TypeError, Uncacheable):
         return None
 
 

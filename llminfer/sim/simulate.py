@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -57,6 +57,7 @@ import pandas as pd
 from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import step_timer
 from llminfer.sim.engines import EngineConfig, kv_capacity_blocks
+from llminfer.sim.runcache import RunCache, Uncacheable, key_of, profile_key
 from llminfer.sim.scheduler import Scheduler
 from llminfer.sim.workload import Workload
 from llminfer.specs.checks import check_int
@@ -302,10 +303,17 @@ def simulate(
     pairs, decoding sequences, their context tokens and the cached tokens prompt chunks attend
     to, returning seconds), e.g. to replay a measured profile; ``capacity_blocks`` replaces the
     KV capacity from ``plan_memory``.
-    Deterministic for a given workload seed.
+    Deterministic for a given workload seed: a call repeating one of the last
+    ``SIMULATE_CACHE_SIZE`` (with arguments that are plain values and no ``step_time``) gets a
+    copy of that run (``llminfer.sim.runcache``; its ``token_ts`` arrays are shared, read-only).
 
     Introduced in: notebooks/05_optimizations.ipynb
     """
+    key = _run_key(workload, model, gpu, engine, n_gpus, weight_dtype, kv_dtype, step_time,
+                   capacity_blocks, profile)  # fmt: skip
+    cached = _RUNS.get(key)
+    if cached is not None:
+        return cached
     if not isinstance(workload, Workload):
         raise ValueError(f"workload={workload!r} must be a llminfer.sim.workload.Workload")
     if not isinstance(engine, EngineConfig):
@@ -343,7 +351,7 @@ def simulate(
     scheduler = Scheduler(table, workload, engine, capacity_blocks, step_time, attended_pairs)
     scheduler.run()
     requests, steps = scheduler.tables()
-    return SimResult(
+    result = SimResult(
         requests=requests,
         steps=steps,
         preemptions=scheduler.preemptions,
@@ -352,6 +360,38 @@ def simulate(
         workload=workload,
         engine=engine,
     )
+    if key is not None:
+        for times in requests["token_ts"]:
+            times.flags.writeable = False  # shared by every copy the cache hands out
+        _RUNS.put(key, result)
+    return result
+
+
+#: How many runs ``simulate`` keeps: notebook 07's case studies come back ~10 runs apart; a run
+#: of 2,000 requests is a few MB.
+SIMULATE_CACHE_SIZE = 32
+
+
+def _copy_run(result: SimResult) -> SimResult:
+    return replace(result, requests=result.requests.copy(), steps=result.steps.copy(), _log=None)
+
+
+_RUNS: RunCache[SimResult] = RunCache(SIMULATE_CACHE_SIZE, _copy_run)
+
+
+def _run_key(workload, model, gpu, engine, n_gpus, weight_dtype, kv_dtype, step_time,
+             capacity_blocks, profile) -> tuple | None:  # fmt: skip
+    """The cache key of one ``simulate`` call; None with a ``step_time`` or an argument that
+    cannot be keyed on (the run itself then says what is wrong with it)."""
+    if step_time is not None:
+        return None
+    try:
+        return key_of(
+            (workload, model, gpu, engine, n_gpus, weight_dtype, kv_dtype, capacity_blocks,
+             profile_key(profile))
+        )  # fmt: skip
+    except (TypeError, Uncacheable):
+        return None
 
 
 def _check_step_time(step_time: StepTime) -> None:
