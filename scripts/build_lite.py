@@ -150,8 +150,23 @@ def pyodide_core() -> Path:
     if not (unpacked / "package" / "pyodide-lock.json").exists():
         shutil.rmtree(unpacked, ignore_errors=True)
         with tarfile.open(tarball) as archive:
-            archive.extractall(unpacked, filter="data")
+            _extract(archive, unpacked)
     return unpacked / "package"
+
+
+def _extract(archive: tarfile.TarFile, into: Path) -> None:
+    """Unpack ``archive`` into ``into`` with tarfile's "data" filter (no member outside it, no
+    links out, no devices); a Python without the filter (before 3.11.4: Debian 12's 3.11.2)
+    gets the same rule checked here, and the archive is refused if a member breaks it."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(into, filter="data")
+        return
+    root = into.resolve()
+    for member in archive.getmembers():
+        inside = (into / member.name).resolve().is_relative_to(root)
+        if not inside or not (member.isfile() or member.isdir()):
+            sys.exit(f"refusing {archive.name}: {member.name!r} is not a file or folder inside it")
+    archive.extractall(into)  # every member checked above
 
 
 def closure(packages: dict, names) -> list[str]:
