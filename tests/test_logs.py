@@ -147,6 +147,36 @@ def test_a_failed_request_may_lack_its_timestamps_but_not_its_start():
         read_requests(frame)
 
 
+def test_token_ts_arrays_and_lists_break_the_same_rules_in_the_same_order():
+    # 1-D numeric arrays are checked all at once, anything else row by row: the same verdicts
+    start = ARTICLE["start_ts"].iloc[0]
+    end = ARTICLE["end_ts"].iloc[0]
+    cells = [
+        [start + 0.1, start + 0.2],  # fine
+        [],  # no token
+        [start + 0.2, np.nan, start + 0.1],  # not finite (before: decreasing)
+        [start + 0.3, start + 0.2],  # decreasing
+        [start - 1.0, start + 0.2],  # before the start
+        [start + 0.1, end + 1.0],  # after the end
+        [np.inf, np.inf],  # not finite
+    ]
+    frame = pd.concat([ARTICLE.iloc[:1]] * len(cells), ignore_index=True)
+    frame["request_id"] = [f"r{i}" for i in range(len(cells))]
+    verdicts = []
+    for make in (list, lambda c: np.asarray(c, dtype=float), lambda c: np.asarray(c, "float32")):
+        log = read_requests(frame.assign(token_ts=[make(c) for c in cells]), on_error="report")
+        verdicts.append(log.rejected.set_index("row")["reason"].to_dict())
+    assert verdicts[0] == verdicts[1] == verdicts[2], verdicts
+    assert verdicts[0] == {
+        1: "token_ts must hold finite times",
+        2: "token_ts must hold finite times",
+        3: "token_ts must not decrease",
+        4: "token_ts must lie between start_ts and end_ts",
+        5: "token_ts must lie between start_ts and end_ts",
+        6: "token_ts must hold finite times",
+    }
+
+
 def test_scheduled_ts_must_lie_between_start_and_first_token():
     frame = ARTICLE.assign(scheduled_ts=[0.1, 0.8, 0.5])
     with pytest.raises(ValueError, match=r"row 1.*scheduled_ts is after first_token_ts"):
