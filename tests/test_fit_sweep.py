@@ -136,6 +136,25 @@ def test_the_toy_servers_measured_steps_need_the_single_row_factor():
     assert all(abs(math.expm1(errors[6][b])) < 0.05 for b in (1, 2))
 
 
+def test_the_p50s_a_fit_reads_from_a_run_are_summarizes():
+    # fit_sweep reads its p50s from the finished run's lists (run_scheduler), not from the
+    # log simulate builds: the same figures, on a run with recompute preemptions (a KV cache
+    # of 12 blocks for 8 users), outputs of one token (no TPOT) and a warm prefix cache
+    from llminfer.bench.fit import _p50s
+    from llminfer.logs.summary import summarize
+    from llminfer.sim.simulate import run_scheduler
+
+    work = Workload(24, concurrency=8, prompt_tokens=40, output_tokens=(1, 30), seed=7,
+                    shared_prefix_tokens=16)  # fmt: skip
+    kwargs = dict(SIM, capacity_blocks=12, profile=TRUE_SM)
+    result = simulate(work, TOY, TRUE_GPU, **kwargs)
+    assert result.preemptions > 0 and (result.requests["output_tokens"] == 1).any()
+    metrics = ("ttft_s_p50", "tpot_s_p50", "itl_s_p50", "e2e_s_p50")
+    summary = summarize(result.log, percentiles=(50,))
+    fast = _p50s(run_scheduler(work, TOY, TRUE_GPU, **kwargs), metrics)
+    assert fast == [summary.to_dict()[m] for m in metrics]
+
+
 def test_fit_refuses_bad_sweeps():
     measured = _sweep([1])
     with pytest.raises(ValueError, match="fewer than"):
@@ -144,6 +163,8 @@ def test_fit_refuses_bad_sweeps():
         fit_to_sweep(measured, WORK, TOY, TRUE_GPU, fit=("speed",), **KWARGS)
     with pytest.raises(ValueError, match="lacks"):
         fit_to_sweep(measured.drop(columns="tpot_s_p50"), WORK, TOY, TRUE_GPU, **KWARGS)
+    with pytest.raises(ValueError, match="profile: the fit times every step"):
+        fit_sweep(measured, WORK, TOY, TRUE_GPU, profile="pytorch", **KWARGS)
 
 
 # --- the client's send gap and the request latency (Workload), fit_sweep, batched-bench -----

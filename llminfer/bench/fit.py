@@ -62,7 +62,9 @@ from llminfer.cost.calibration import (
 from llminfer.cost.roofline import compute_dtype
 from llminfer.cost.steptime import step_timer
 from llminfer.sim.engines import EngineConfig
-from llminfer.sim.simulate import simulate
+from llminfer.sim.records import token_times
+from llminfer.sim.scheduler import Scheduler
+from llminfer.sim.simulate import run_scheduler
 from llminfer.sim.workload import Workload
 from llminfer.specs.hardware import GPU
 from llminfer.specs.models import Model
@@ -178,6 +180,12 @@ def fit_sweep(
     if len(kinds) != 1:
         raise ValueError("sweep needs exactly one load column, 'concurrency' or 'rate'")
     kind = kinds[0]
+    fixed = sorted({"profile", "step_time"} & set(simulate_kwargs))
+    if fixed:
+        raise ValueError(
+            f"{', '.join(fixed)}: the fit times every step with the profile it fits; give the "
+            "profile it starts from as start="
+        )
     if metrics is None:
         metrics = [m for m in SWEEP_METRICS if m in sweep.columns or m != "itl_s_p50"]
     missing = [m for m in metrics if m not in sweep.columns]
@@ -221,12 +229,9 @@ def fit_sweep(
     def predict(x: np.ndarray) -> np.ndarray:
         chip, sm, work, eng = build(x)
         _, points = load_workloads(work, **load_kwargs)
-        return np.array(
-            [
-                _p50s(simulate(point, model, chip, eng, profile=sm, **simulate_kwargs), metrics)
-                for _, point in points
-            ]
-        )
+        kwargs = dict(simulate_kwargs, profile=sm)
+        runs = (run_scheduler(point, model, chip, eng, **kwargs) for _, point in points)
+        return np.array([_p50s(run, metrics) for run in runs])
 
     def residuals(x: np.ndarray) -> np.ndarray:
         return np.log(predict(x) / measured).ravel()
@@ -436,15 +441,15 @@ def _start(name: str, gpu: GPU, base: StepModel, dtype: str) -> float:
     return _to_free(name, min(value, 0.5) if name in _UNIT_EFFICIENCY else value)
 
 
-def _p50s(result, metrics: Sequence[str]) -> list[float]:
+def _p50s(run: Scheduler, metrics: Sequence[str]) -> list[float]:
     """The p50 ``metrics`` of one simulated load as ``summarize`` computes them (TTFT, TPOT
-    over requests of more than one token, ITL pooled over every gap, seconds), without
-    building a log: a fit runs hundreds of loads."""
-    requests = result.requests
-    start = requests["start_ts"].to_numpy(dtype=float)
-    first = requests["first_token_ts"].to_numpy(dtype=float)
-    end = requests["end_ts"].to_numpy(dtype=float)
-    tokens = requests["output_tokens"].to_numpy()
+    over requests of more than one token, ITL pooled over every gap, seconds), read from the
+    finished run's per-request lists (``run_scheduler``), without building a log or a table: a
+    fit runs hundreds of loads."""
+    start = np.asarray(run.arrival, dtype=float)
+    first = np.asarray(run.first, dtype=float)
+    end = np.asarray(run.end, dtype=float)
+    tokens = np.asarray(run.output)
     many = tokens > 1
     values = {
         "ttft_s_p50": first - start,
@@ -454,7 +459,7 @@ def _p50s(result, metrics: Sequence[str]) -> list[float]:
     out = []
     for metric in metrics:
         if metric == "itl_s_p50":
-            gaps = [np.diff(t) for t in requests["token_ts"] if len(t) > 1]
+            gaps = [np.diff(t) for t in token_times(run) if len(t) > 1]
             data = np.concatenate(gaps) if gaps else np.empty(0)
         elif metric in values:
             data = values[metric]

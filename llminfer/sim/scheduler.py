@@ -56,6 +56,7 @@ class Scheduler:
         self.bs = engine.block_size
         n = len(table)
         self.n = n
+        self.capacity = capacity  # KV blocks
         self.ids = table["request_id"].tolist()
         self.prompt = table["prompt_tokens"].tolist()
         self.output = table["output_tokens"].tolist()
