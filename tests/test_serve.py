@@ -81,12 +81,27 @@ def test_full_kv_cache_preempts_and_recomputes_without_losing_tokens():
 
 def test_bad_requests_to_the_engine_name_the_limit():
     engine = ToyEngine(build_model("tiny"), ServeConfig())
+    assert engine.max_context == 2048  # the toy's context: vLLM's max_model_len by default
     with pytest.raises(ValueError, match="max_tokens=0"):
         engine.check_request(5, 0)
     with pytest.raises(ValueError, match="maximum context length of 2048"):
         engine.check_request(2000, 100)
     with pytest.raises(ValueError, match="preset="):
         build_model("huge")
+
+
+def test_max_model_len_caps_a_request_as_vllms_flag_does():
+    engine = ToyEngine(build_model("tiny"), ServeConfig(max_model_len=64))
+    engine.check_request(60, 4)  # exactly 64 tokens fit
+    with pytest.raises(ValueError, match="maximum context length of 64"):
+        engine.check_request(60, 5)
+    with pytest.raises(ValueError, match=r"max_model_len=4096 is more than .* 2048 tokens"):
+        ToyEngine(build_model("tiny"), ServeConfig(max_model_len=4096))
+    with pytest.raises(ValueError, match="max_model_len=1 must be an integer >= 2"):
+        ServeConfig(max_model_len=1)
+    paced = ServeConfig(paced="llama-3.1-8b:h100-sxm", max_model_len=8192)
+    assert ToyEngine(build_model("tiny"), paced).max_context == 8192
+    assert paced.command_line()[-2:] == ["--max-model-len", "8192"]
 
 
 def test_tokenizer_round_trips_generated_text():
@@ -212,21 +227,25 @@ def test_the_openai_client_works_against_serve(server):
     assert chunks[-1].usage.completion_tokens == 4
 
 
-def test_missing_max_tokens_follows_vllm_defaults(server):
+def test_missing_max_tokens_follows_vllm_defaults():
     """vLLM: ``/v1/completions`` defaults to 16 tokens (``CompletionRequest.max_tokens = 16``,
     vllm/entrypoints/openai/protocol.py); chat defaults to the rest of the context,
-    ``max_model_len - prompt tokens`` (vllm/entrypoints/openai/serving_chat.py)."""
-    code, reply = _post(server.url + "/completions", {"prompt": "one two three"})
-    assert code == 200 and reply["usage"]["completion_tokens"] == 16
-    with urllib.request.urlopen(server.url + "/models", timeout=10) as answer:
-        context = json.load(answer)["data"][0]["max_model_len"]
-    messages = [{"role": "user", "content": "a " * (context - 5)}]
-    code, reply = _post(server.url + "/chat/completions", {"messages": messages})
-    assert code == 200, reply
-    assert reply["usage"] == {
-        "prompt_tokens": context - 5,
-        "completion_tokens": 5,
-        "total_tokens": context,
-    }
-    code, reply = _post(server.url + "/chat/completions", {"messages": [messages[0]] * 2})
-    assert code == 400 and "context length" in reply["error"]["message"]
+    ``max_model_len - prompt tokens`` (vllm/entrypoints/openai/serving_chat.py). With
+    ``--max-model-len 64`` the model card says 64 and a chat fills exactly that (the toy's own
+    2,048-token context took 9 s of prefill on two cores)."""
+    with ServerProcess(["--preset", "tiny", "--max-model-len", "64"], shutdown_after=60) as server:
+        code, reply = _post(server.url + "/completions", {"prompt": "one two three"})
+        assert code == 200 and reply["usage"]["completion_tokens"] == 16
+        with urllib.request.urlopen(server.url + "/models", timeout=10) as answer:
+            context = json.load(answer)["data"][0]["max_model_len"]
+        assert context == 64
+        messages = [{"role": "user", "content": "a " * (context - 5)}]
+        code, reply = _post(server.url + "/chat/completions", {"messages": messages})
+        assert code == 200, reply
+        assert reply["usage"] == {
+            "prompt_tokens": context - 5,
+            "completion_tokens": 5,
+            "total_tokens": context,
+        }
+        code, reply = _post(server.url + "/chat/completions", {"messages": [messages[0]] * 2})
+        assert code == 400 and "context length" in reply["error"]["message"]

@@ -74,7 +74,9 @@ class ServeConfig:
     ``step_timer(model, gpu, profile=...)`` predicts (see this module's docstring). Left at
     None, ``num_kv_blocks`` is 1,024 in the real mode and, paced, the blocks ``plan_memory``
     leaves for that model on that GPU at ``gpu_memory_utilization`` (``kv_capacity_blocks``,
-    the same capacity ``simulate`` uses).
+    the same capacity ``simulate`` uses). ``max_model_len``: the most tokens (prompt + output)
+    one request may hold, vLLM's ``--max-model-len``; None: the model's context (the toy's
+    ``MAX_CONTEXT``, or the paced model's), and never more than that.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
@@ -86,9 +88,12 @@ class ServeConfig:
     num_kv_blocks: int | None = None
     paced: str | None = None
     gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
+        if self.max_model_len is not None:
+            check_int("max_model_len", self.max_model_len, 2)
         check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         check_int("block_size", self.block_size, 1)
         if not isinstance(self.chunked_prefill, bool):
@@ -162,6 +167,8 @@ class ServeConfig:
             args.append("--no-chunked-prefill")
         if self.paced is not None:
             args += ["--paced", self.paced]
+        if self.max_model_len is not None:
+            args += ["--max-model-len", str(self.max_model_len)]
         return args
 
 

@@ -56,6 +56,7 @@ from llminfer.cost.roofline import attended_pairs
 from llminfer.cost.steptime import StepTimer
 from llminfer.cost.toy import ToyModel
 from llminfer.serve.config import ServeConfig
+from llminfer.specs.models import Model
 
 #: Paced mode: seconds a late engine may fall behind its predicted timeline and still catch up
 #: (the next steps' tokens go out without waiting until it is back on time). A GPU does not
@@ -183,6 +184,20 @@ class EngineRequest:
         return self.prompt_ids + self.output_ids
 
 
+def _max_model_len(config: ServeConfig, model: Model) -> int:
+    """The most tokens one request may hold: ``config.max_model_len``, else the model's context;
+    ValueError above the model's context (vLLM refuses a ``--max-model-len`` beyond what the
+    model's config allows, unless told to by an environment variable)."""
+    if config.max_model_len is None:
+        return model.max_context
+    if config.max_model_len > model.max_context:
+        raise ValueError(
+            f"max_model_len={config.max_model_len} is more than {model.name}'s maximum context "
+            f"length of {model.max_context} tokens"
+        )
+    return config.max_model_len
+
+
 class ToyEngine:
     """Continuous batching of ``ToyModel`` on the CPU: ``submit`` requests (from any thread),
     call ``step`` while ``has_work()``; the server calls it from its event loop.
@@ -218,12 +233,12 @@ class ToyEngine:
         self.timer: StepTimer | None = None
         self.pool: KVPool | None = None
         if config.paced is None:
-            self.max_context = model.config.max_context
-            max_len = min(model.config.max_context, config.capacity_tokens)
+            self.max_context = _max_model_len(config, model.config)
+            max_len = min(self.max_context, config.capacity_tokens)
             self.pool = KVPool(model, config.max_num_seqs, max_len)
         else:
             self.timer = config.step_timer()
-            self.max_context = self.timer.model.max_context
+            self.max_context = _max_model_len(config, self.timer.model)
         self.waiting: collections.deque[EngineRequest] = collections.deque()
         self.running: list[EngineRequest] = []
         self.free_blocks = config.num_kv_blocks

@@ -43,10 +43,11 @@ def _config(args: argparse.Namespace) -> ServeConfig:
         num_kv_blocks=args.num_kv_blocks,
         paced=args.paced,
         gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
     )
 
 
-async def _serve(args: argparse.Namespace, config: ServeConfig) -> None:
+async def _serve(args: argparse.Namespace, engine: ToyEngine) -> None:
     from aiohttp import web
 
     from llminfer.serve.app import SERVER, make_app
@@ -55,7 +56,7 @@ async def _serve(args: argparse.Namespace, config: ServeConfig) -> None:
         level=logging.INFO, format="llminfer serve: %(levelname)s %(message)s", stream=sys.stderr
     )
 
-    engine = ToyEngine(build_model(args.preset, seed=args.seed), config)
+    config = engine.config
     if config.paced is None:
         name, mode = f"toy-{args.preset}", f"real compute ({args.preset} ToyModel on this CPU)"
     else:
@@ -65,7 +66,8 @@ async def _serve(args: argparse.Namespace, config: ServeConfig) -> None:
     print(
         f"llminfer serve: {mode}; max_num_seqs={config.max_num_seqs}, "
         f"max_num_batched_tokens={config.max_num_batched_tokens}, "
-        f"num_kv_blocks={config.num_kv_blocks} x {config.block_size} tokens",
+        f"num_kv_blocks={config.num_kv_blocks} x {config.block_size} tokens, "
+        f"max_model_len={engine.max_context}",
         flush=True,
     )
     app = make_app(engine, args.model_name or name, args.body_timeout)
@@ -113,11 +115,11 @@ async def _serve(args: argparse.Namespace, config: ServeConfig) -> None:
 
 def _serve_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        engine = ToyEngine(build_model(args.preset, seed=args.seed), _config(args))
     except ValueError as exc:  # a bad knob: one line, no traceback
         print(f"llminfer serve: error: {exc}", file=sys.stderr, flush=True)
         return 2
-    asyncio.run(_serve(args, config))
+    asyncio.run(_serve(args, engine))
     return 0
 
 
@@ -150,6 +152,13 @@ def register_serve(subparsers) -> None:
         default=None,
         help="KV cache capacity in blocks (like vLLM's --num-gpu-blocks-override; default "
         f"{defaults.num_kv_blocks}, or with --paced what plan_memory leaves on that GPU)",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="most tokens (prompt + output) one request may hold, as vLLM's flag (default the "
+        "model's context, which it cannot exceed)",
     )
     parser.add_argument(
         "--paced",
