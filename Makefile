@@ -54,8 +54,14 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # - compiled bytecode kept (PYTHONDONTWRITEBYTECODE unset, where a machine sets it): the 4
 #   workers, 18 notebook kernels and ~100 server and CLI processes otherwise each compile the
 #   package and rewrite the test modules' asserts again (4.4 s of each worker's 9.7 s start-up).
+# - no transparent huge pages asked for by numpy (NUMPY_MADVISE_HUGEPAGE=0): numpy advises the
+#   kernel to back every array of 4 MiB or more with 2 MiB pages, and where the kernel then
+#   compacts memory at the first touch (defrag "madvise", the common default) that fault costs
+#   more than the pages save in a short test: the toy model's 621 MB of weights took 0.8-1.9 s
+#   of system time to allocate against 0.34-0.39 s without (2026-12-08); make test, the two
+#   alternately: 25.6-26.6 s of system time against 32.1-33.4 s, 152 s against 156 s.
 ONE_BLAS_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-TEST_ENV := env -u PYTHONDONTWRITEBYTECODE $(ONE_BLAS_THREAD) LLMINFER_PREFETCH=0
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE $(ONE_BLAS_THREAD) NUMPY_MADVISE_HUGEPAGE=0 LLMINFER_PREFETCH=0
 # More pytest arguments for make test (benchmarks/bench_suite_time.py adds its CPU plugin here).
 PYTEST_ARGS ?=
 test: $(STAMP)
