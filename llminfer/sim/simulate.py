@@ -351,7 +351,7 @@ def run_scheduler(
     caller that reads a few figures of hundreds of runs (``llminfer.bench.fit.fit_sweep``):
     building the two DataFrames took a quarter of such a fit's time.
 
-    Introduced in: notebooks/08_measure_a_server.ipynb
+    Introduced in: notebooks/08_measure_a_server.ipynb (inside its fits, ``fit_sweep``)
     """
     if not isinstance(workload, Workload):
         raise ValueError(f"workload={workload!r} must be a llminfer.sim.workload.Workload")
