@@ -156,6 +156,8 @@ class _FormattedWhenLogged:
         return pprint.pformat(self.message)
 
 
+# nbval 0.11's only use of pformat is that logger.debug("Kernel message ...%s", pformat(msg)) in
+# RunningKernel.get_message; a newer nbval that used it as a string would need this removed.
 nbval.kernel.pformat = _FormattedWhenLogged
 
 

@@ -165,6 +165,8 @@ def test_fit_refuses_bad_sweeps():
         fit_to_sweep(measured.drop(columns="tpot_s_p50"), WORK, TOY, TRUE_GPU, **KWARGS)
     with pytest.raises(ValueError, match="profile: the fit times every step"):
         fit_sweep(measured, WORK, TOY, TRUE_GPU, profile="pytorch", **KWARGS)
+    with pytest.raises(ValueError, match="step_time: the fit times every step"):
+        fit_sweep(measured, WORK, TOY, TRUE_GPU, step_time=lambda *a: 1e-3, **KWARGS)
 
 
 # --- the client's send gap and the request latency (Workload), fit_sweep, batched-bench -----

@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from llminfer.bench import accounting, bench, records_frame
+from llminfer.cli import main
 from llminfer.serve import ServeConfig, ServerProcess, ToyEngine, ToyTokenizer, build_model
 from llminfer.serve.engine import KVPool, decode_batch
 from llminfer.sim.workload import Workload
@@ -90,15 +91,23 @@ def test_bad_requests_to_the_engine_name_the_limit():
         build_model("huge")
 
 
-def test_max_model_len_caps_a_request_as_vllms_flag_does():
+def test_max_model_len_caps_a_request_as_vllms_flag_does(capsys):
     engine = ToyEngine(build_model("tiny"), ServeConfig(max_model_len=64))
     engine.check_request(60, 4)  # exactly 64 tokens fit
     with pytest.raises(ValueError, match="maximum context length of 64"):
         engine.check_request(60, 5)
     with pytest.raises(ValueError, match=r"max_model_len=4096 is more than .* 2048 tokens"):
         ToyEngine(build_model("tiny"), ServeConfig(max_model_len=4096))
+    with pytest.raises(ValueError, match=r"more than the KV cache holds \(2 blocks x 16"):
+        ToyEngine(build_model("tiny"), ServeConfig(max_model_len=64, num_kv_blocks=2))
     with pytest.raises(ValueError, match="max_model_len=1 must be an integer >= 2"):
         ServeConfig(max_model_len=1)
+    numpy_int = ToyEngine(build_model("tiny"), ServeConfig(max_model_len=np.int64(64)))
+    assert type(numpy_int.max_context) is int  # it goes into /v1/models' JSON
+    for flag in ("4096", "1"):  # the command: one line, no traceback, exit 2
+        assert main(["serve", "--preset", "tiny", "--max-model-len", flag]) == 2
+        err = capsys.readouterr().err
+        assert "max_model_len" in err and "Traceback" not in err and len(err.splitlines()) == 1
     paced = ServeConfig(paced="llama-3.1-8b:h100-sxm", max_model_len=8192)
     assert ToyEngine(build_model("tiny"), paced).max_context == 8192
     assert paced.command_line()[-2:] == ["--max-model-len", "8192"]

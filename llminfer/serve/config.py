@@ -93,7 +93,8 @@ class ServeConfig:
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
         if self.max_model_len is not None:
-            check_int("max_model_len", self.max_model_len, 2)
+            checked = check_int("max_model_len", self.max_model_len, 2)
+            object.__setattr__(self, "max_model_len", checked)
         check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         check_int("block_size", self.block_size, 1)
         if not isinstance(self.chunked_prefill, bool):

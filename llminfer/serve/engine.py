@@ -185,15 +185,22 @@ class EngineRequest:
 
 
 def _max_model_len(config: ServeConfig, model: Model) -> int:
-    """The most tokens one request may hold: ``config.max_model_len``, else the model's context;
-    ValueError above the model's context (vLLM refuses a ``--max-model-len`` beyond what the
-    model's config allows, unless told to by an environment variable)."""
+    """The most tokens one request may hold: ``config.max_model_len``, else the model's context.
+    ValueError, as vLLM refuses to start, for a ``max_model_len`` above the model's context
+    (vLLM allows it only when told to by an environment variable) or more than the KV cache
+    holds (one request of that length must fit)."""
     if config.max_model_len is None:
         return model.max_context
     if config.max_model_len > model.max_context:
         raise ValueError(
-            f"max_model_len={config.max_model_len} is more than {model.name}'s maximum context "
+            f"max_model_len={config.max_model_len} is more than the model's maximum context "
             f"length of {model.max_context} tokens"
+        )
+    if config.max_model_len > config.capacity_tokens:
+        raise ValueError(
+            f"max_model_len={config.max_model_len} is more than the KV cache holds "
+            f"({config.num_kv_blocks} blocks x {config.block_size} = {config.capacity_tokens} "
+            "tokens); raise num_kv_blocks or lower max_model_len"
         )
     return config.max_model_len
 
@@ -206,11 +213,12 @@ class ToyEngine:
     in use, 0–1), ``preemptions_total``, ``steps_total``.
 
     With ``config.paced`` set, steps are timed by the step model (module docstring): the
-    model only lends its vocabulary (the tokenizer's words); ``max_context`` is the paced
-    model's. ``late_steps``/``max_late_s`` count steps whose CPU work outlasted their predicted
-    time; ``step_log`` (when ``record_steps``) holds one ``(start_s, seconds, prefill_tokens,
-    decode_seqs)`` per paced step. ``clock`` (seconds) and ``sleep`` replace
-    ``time.perf_counter`` and ``time.sleep`` (a test's fake clock).
+    model only lends its vocabulary (the tokenizer's words). ``max_context``, the most tokens
+    one request may hold, is ``config.max_model_len`` where given, else the model's context
+    (the paced model's when paced). ``late_steps``/``max_late_s`` count steps whose CPU work
+    outlasted their predicted time; ``step_log`` (when ``record_steps``) holds one
+    ``(start_s, seconds, prefill_tokens, decode_seqs)`` per paced step. ``clock`` (seconds)
+    and ``sleep`` replace ``time.perf_counter`` and ``time.sleep`` (a test's fake clock).
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """

@@ -314,8 +314,10 @@ def simulate(
     cached = _RUNS.get(key)
     if cached is not None:
         return cached
-    scheduler = run_scheduler(workload, model, gpu, engine, n_gpus, weight_dtype, kv_dtype,
-                              step_time, capacity_blocks, profile)  # fmt: skip
+    scheduler = run_scheduler(
+        workload, model, gpu, engine, n_gpus=n_gpus, weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype, step_time=step_time, capacity_blocks=capacity_blocks, profile=profile,
+    )  # fmt: skip
     requests, steps = scheduler.tables()
     result = SimResult(
         requests=requests,
