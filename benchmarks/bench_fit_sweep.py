@@ -225,6 +225,10 @@ toy's attention scores in float32 (numpy's float64 ``np.sqrt(head_dim)`` had pro
 -18.9, -19.6, -19.9, -14.4, -31.2 % every time (llama-server within 16.5 % in all five);
 reverted, three toy-only runs (``--servers toy``): +6.8/-11.1 | -6.8/-17.4,
 +15.9/-9.7 | -11.4/+0.4, +24.7/-19.3 | -5.7/+4.1. The toy stays as its saved sweeps measured it.
+Defaults, both servers: worst 15.5, 16.9 and 23.0 % (2026-12-07 23:04 - 12-08 00:04); on
+2026-12-08 02:01, 02:03 and 02:05 (the fit's p50s read without tables since, the same numbers):
++15.2/-12.3 | -17.0/+3.4, +4.5/-13.5 | -4.9/-1.5 (worst 17.0); +2.9/-12.2 | +0.2/+2.0,
++14.7/-6.7 | +2.5/-10.7 (14.7); +3.1/-4.4 | +1.8/+2.0, +8.1/-7.0 | -7.3/-6.8 (8.1).
 """
 
 from __future__ import annotations
