@@ -76,7 +76,8 @@ class ServeConfig:
     leaves for that model on that GPU at ``gpu_memory_utilization`` (``kv_capacity_blocks``,
     the same capacity ``simulate`` uses). ``max_model_len``: the most tokens (prompt + output)
     one request may hold, vLLM's ``--max-model-len``; None: the model's context (the toy's
-    ``MAX_CONTEXT``, or the paced model's), and never more than that.
+    ``MAX_CONTEXT``, or the paced model's). ``ToyEngine`` refuses one above that context or
+    above what the KV cache holds, as vLLM refuses to start.
 
     Introduced in: notebooks/08_measure_a_server.ipynb
     """
